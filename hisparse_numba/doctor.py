@@ -1,0 +1,114 @@
+"""``hisparse-numba doctor``: what this machine runs the kernels on, and what to fix."""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+from importlib import metadata
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cupy_dists() -> list[str]:
+    names = []
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name == "cupy" or name.startswith("cupy-cuda"):
+            names.append(f"{name} {dist.version}")
+    return names
+
+
+def driver_version() -> tuple[int, int] | None:
+    """CUDA driver API version (major, minor) from libcuda, or None without a driver."""
+    for name in ("libcuda.so.1", "libcuda.so"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        v = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(v)) == 0 and v.value:
+            return v.value // 1000, (v.value % 1000) // 10
+    return None
+
+
+def gather() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(facts, problems): facts as (name, value); problems as (what, fix)."""
+    import numpy as np
+
+    from . import device
+
+    facts: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = []
+    facts.append(("backend", device.backend()))
+    facts.append(("python", platform.python_version()))
+    facts.append(("numpy", np.__version__))
+    facts.append(("numba", _version("numba") or "not installed"))
+    facts.append(("numba-cuda", _version("numba-cuda") or "not installed"))
+    cupy = _cupy_dists()
+    facts.append(("cupy", ", ".join(cupy) if cupy else "not installed"))
+    drv = driver_version()
+    facts.append(("CUDA driver", f"{drv[0]}.{drv[1]}" if drv else "none"))
+
+    if device.ROW_STACK_SHIM:
+        problems.append((
+            f"numpy {np.__version__} >= 2.5 removed numpy.row_stack, which numba-cuda 0.30 calls at "
+            "the first kernel launch (AttributeError: module 'numpy' has no attribute 'row_stack'); "
+            "hisparse-numba patched the alias back for this process",
+            "pip install 'numpy>=2,<2.5'",
+        ))
+    nc = _version("numba-cuda")
+    if nc and not nc.startswith("0.30."):
+        problems.append((f"numba-cuda {nc} is not the tested 0.30.x (newer releases drop the CUDA simulator)",
+                         "pip install 'numba-cuda>=0.30,<0.31'"))
+
+    if device.backend() == "cuda":
+        cp = device.xp
+        rt = cp.cuda.runtime
+        v = rt.runtimeGetVersion()
+        facts.append(("CUDA runtime (CuPy)", f"{v // 1000}.{(v % 1000) // 10}"))
+        props = rt.getDeviceProperties(0)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        facts.append(("GPU", f"{name}, {props['totalGlobalMem'] / 2**30:.1f} GiB, "
+                             f"compute capability {props['major']}.{props['minor']}, "
+                             f"{props['multiProcessorCount']} SMs"))
+        wheel_major = None
+        for d in cupy:
+            if d.startswith("cupy-cuda1"):
+                wheel_major = int(d.split()[0][len("cupy-cuda"):-1])
+        if drv and wheel_major and wheel_major > drv[0]:
+            problems.append((f"the CuPy wheel is built for CUDA {wheel_major} but the driver is CUDA {drv[0]}",
+                             f"pip install cupy-cuda{drv[0]}x (extra: hisparse-numba[cuda{drv[0]}])"))
+    else:
+        if device.backend() == "simulator":
+            problems.append((
+                "no usable CUDA GPU: kernels run in Numba's CUDA simulator, one Python thread per CUDA "
+                "thread (about 5,000 threads per second). Results are exact, times are meaningless, "
+                "`hisparse-numba bench` refuses to run, and tests use small sizes",
+                "run on a machine with an NVIDIA GPU and install the CuPy extra for its CUDA major "
+                "(hisparse-numba[cuda12] or [cuda13])",
+            ))
+        if drv and not cupy:
+            problems.append((f"a CUDA {drv[0]} driver is present but CuPy is not installed",
+                             f"pip install 'hisparse-numba[cuda{drv[0]}]'"))
+    return facts, problems
+
+
+def report() -> int:
+    facts, problems = gather()
+    width = max(len(k) for k, _ in facts)
+    print("hisparse-numba doctor")
+    for key, value in facts:
+        print(f"  {key:<{width}}  {value}")
+    if not problems:
+        print("known problems: none")
+        return 0
+    print("known problems:")
+    for what, fix in problems:
+        print(f"  - {what}")
+        print(f"    fix: {fix}")
+    return 0
