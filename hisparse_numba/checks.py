@@ -104,4 +104,8 @@ def check_miss_plan(miss_src, miss_dst, miss_count, *, batch: int, capacity: int
     # Not checked by sglang; a strided row would scatter the plan over other rows.
     check_inner_contiguous("miss_src", miss_src)
     check_inner_contiguous("miss_dst", miss_dst)
+    if miss_src.shape[0] > 1 and row_stride(miss_src) < capacity:
+        fail(f"miss_src/miss_dst rows overlap: row stride {row_stride(miss_src)} elements is less than "
+             f"the {capacity} entries a row may hold (a flat or reshaped buffer); allocate "
+             "[batch, capacity] rows")
     return True

@@ -89,12 +89,23 @@ if _BACKEND == "simulator":
 else:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
 
+# One block per request is the design of these kernels, not a mistake: keep Numba quiet about it.
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+
 from numba import cuda  # noqa: E402  (must follow the simulator switch)
 
 if _BACKEND == "cuda":
-    import cupy as xp  # noqa: E402
+    try:
+        import cupy as xp  # noqa: E402
+    except ImportError as exc:  # pragma: no cover - depends on the machine
+        raise RuntimeError(
+            "a CUDA GPU is usable but CuPy is not installed: pip install 'hisparse-numba[cuda12]' "
+            "or '[cuda13]' (the CUDA major of your driver), or set HISPARSE_NUMBA_BACKEND=simulator"
+        ) from exc
 else:
     xp = np
+if _BACKEND == "simulator":
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: E402
 
 SIMULATOR = _BACKEND == "simulator"
 COMPILE_ONLY = _BACKEND == "compile-only"
@@ -168,12 +179,31 @@ def kernel_array(a):
     """``a`` as a kernel argument, without copies and without stream syncs.
 
     CuPy arrays become Numba device-array views (``sync=False`` skips the per-launch
-    stream synchronisation that passing a CuPy array directly costs); mapped and
-    simulator arrays pass through unchanged.
+    stream synchronisation that passing a CuPy array directly costs); mapped arrays pass
+    through unchanged. In the simulator NumPy arrays are wrapped as the simulator's device
+    arrays in place: the simulator would otherwise copy every argument in and out of each
+    launch, and refuse strided views such as ``plan[:, :K]`` that a GPU takes as they are.
     """
-    if SIMULATOR or COMPILE_ONLY or not isinstance(a, xp.ndarray):
+    if SIMULATOR:
+        return FakeCUDAArray(a) if isinstance(a, np.ndarray) and a.ndim > 0 else a
+    if COMPILE_ONLY or not isinstance(a, xp.ndarray):
         return a
     return cuda.as_cuda_array(a, sync=False)
+
+
+def jit_kernel(fn=None, *, max_threads: int | None = None):
+    """``cuda.jit`` for a kernel, with launch bounds on a GPU when ``max_threads`` is given.
+
+    Launch bounds tell the compiler how many threads a block will have, so it keeps registers
+    within what a 1024-thread block can get (without them a large kernel can fail to launch with
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). The simulator has no such option.
+    """
+    def wrap(f):
+        if _BACKEND == "cuda" and max_threads:
+            return cuda.jit(launch_bounds=int(max_threads))(f)
+        return cuda.jit(f)
+
+    return wrap(fn) if fn is not None else wrap
 
 
 COMPILE_TARGET_CC = (9, 0)
@@ -231,6 +261,7 @@ __all__ = [
     "host_cache_array",
     "is_device_array",
     "is_mapped",
+    "jit_kernel",
     "kernel_array",
     "launch",
     "synchronize",

@@ -1,14 +1,24 @@
 """The error catalogue: every error hisparse-numba raises, its cause, its fix and its lesson.
 
 ``pattern`` is the message as raised, with ``{name}`` for the parts that vary; ``explain``
-turns a pasted message back into its entry. Tests check that every ``fail(...)``/``raise``
-site in the package has an entry and every entry names a lesson that exists.
+turns a pasted message back into its entries, the most specific first (a pattern with more
+fixed text wins over a generic one such as ``{name} must be contiguous``). Tests check that
+every ``fail(...)``/``raise`` site in the package has an entry and every entry names a lesson
+that exists.
+
+``origin`` says whose text it is: ``"sglang"`` when sglang raises the same text, ``"numba"``
+for Numba's own warning, ``"hisparse-numba"`` for the checks this project adds where sglang
+checks nothing and a mistake corrupts memory or state silently.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+SGLANG = "sglang"
+OURS = "hisparse-numba"
+NUMBA = "numba"
 
 
 @dataclass(frozen=True)
@@ -17,40 +27,423 @@ class Entry:
     cause: str
     fix: str
     lesson: str
-    origin: str = "sglang"  # "sglang" when the text is sglang's own, else "hisparse-numba"
+    origin: str = SGLANG
 
     def regex(self) -> re.Pattern:
-        parts = re.split(r"\{[a-z_]+\}", self.pattern)
+        parts = re.split(r"\{[a-z0-9_]+\}", self.pattern)
         return re.compile(".+?".join(re.escape(p) for p in parts), re.DOTALL)
+
+    def specificity(self) -> int:
+        """Characters of fixed text: the more, the more specific the entry."""
+        return len(re.sub(r"\{[a-z0-9_]+\}", "", self.pattern))
 
     def render(self) -> str:
         return (f"{self.pattern}\n  raised by: {self.origin}\n  cause: {self.cause}\n"
                 f"  fix: {self.fix}\n  lesson: {self.lesson} (hisparse-numba lessons run {self.lesson})")
 
 
+def _e(pattern, cause, fix, lesson, origin=OURS) -> Entry:
+    return Entry(pattern, cause, fix, lesson, origin)
+
+
 CATALOGUE: list[Entry] = [
-    Entry(
-        "speculative miss_src/miss_dst must have shape [batch, >= steps * top_k] (capacity {plan_capacity}).",
-        "The miss plan has fewer than steps * top_k columns, fewer rows than the batch (padding rows "
-        "included) or is not 2-D. In the worst case every occurrence of every step is a distinct miss.",
-        "Allocate the plan with alloc_miss_plan(batch, steps, top_k) (miss_plan_capacity columns) and "
-        "slice rows to the padded batch.",
-        "01",
-    ),
-    Entry(
-        "kv-canary: launch_canary_plan_kernels{variant} verify_capacity={verify_capacity} does not match "
-        "verify_plan_out.verify_slot_indices.shape[0]={plan_verify_capacity}",
-        "verify_capacity was computed separately from the size the VerifyPlan was allocated with.",
-        "Derive both from one expression, or pass int(plan.verify_slot_indices.shape[0]).",
-        "02",
-    ),
+    # ---------------------------------------------------------------- HiSparse: sizes (lesson 09)
+    _e("hot_buffer_size ({hot_buffer_size}) must be >= num_top_k ({num_top_k})",
+       "The hot buffer has fewer slots than the attention selects per step. Every selected token "
+       "that is not resident must be loaded into an evictable slot in the same step, so with H < K "
+       "the misses of one step cannot all fit (and the kernel's shared-memory counters, sized for "
+       "H, would be reused for K lanes).",
+       "Size the hot buffer at least top_k (sglang's typical setting is H = 2 * top_k), or lower "
+       "num_top_k.",
+       "09", SGLANG),
+    _e("num_top_k must be >= 1 and hot_buffer_size <= {max_slots} (slot ids are int16), got num_top_k={k}, hot_buffer_size={h}",
+       "An empty selection, or more hot slots than an int16 slot id can name (lru_slots is int16).",
+       "Use 1 <= num_top_k <= hot_buffer_size <= 32767.", "09"),
+    _e("num_top_k ({k}) must match top_k_tokens.shape[1] ({width}); pass top_k_tokens[:, :{k2}] to use the first {k3} columns",
+       "The kernel reads exactly num_top_k lanes per row; a narrower table would be read past its "
+       "row end (into the next row), a wider one silently ignores its tail.",
+       "Pass a [batch, num_top_k] view: top_k_tokens[:, :num_top_k] keeps the row stride and is accepted.",
+       "09", SGLANG),
+    _e("block_size must be a multiple of 32 in [32, 1024], got {block_size}",
+       "A partial warp or a block larger than CUDA allows (sglang's old kernel also misbehaved below 512).",
+       "Use a multiple of 32 up to 1024 (256 by default, 1024 in sglang's benchmark).", "09"),
+    _e("top_k_device_locs must have shape [batch={batch}, >= num_top_k={k}], got {got}",
+       "The output table has fewer rows than the batch or fewer than num_top_k columns: the kernel "
+       "would write past it.",
+       "Allocate top_k_device_locs as [batch, num_top_k] int32.", "09"),
+    _e("device_buffer_tokens must have shape [requests, >= hot_buffer_size + 1] (hot_buffer_size {h}), got {got}",
+       "The tag table does not cover the hot buffer (hot_buffer_size columns plus the newest-token page).",
+       "Allocate [requests, hot_buffer_size + page_size] int32, as the coordinator does.", "09"),
+    _e("device_buffer_locs must have shape [requests={requests}, >= hot_buffer_size + 1 = {h1}] (column {h} holds the newest token's row), got {got}",
+       "The slot-to-row table has no column H for the newest token, or a different number of request rows.",
+       "Allocate device_buffer_locs with the shape of device_buffer_tokens ([requests, H + page_size]).",
+       "09"),
+    _e("device_buffer_locs row stride ({a} elements) must equal device_buffer_tokens row stride ({b} elements): sglang indexes both tables with the tags' stride, so a different shape reads wrong rows",
+       "sglang's kernel indexes the locs table with the tags' row stride; a table of another width "
+       "returns the physical rows of other requests, silently.",
+       "Allocate both tables with the same shape (or slice both the same way).", "07"),
+    _e("lru_slots must have shape [requests={requests}, >= hot_buffer_size={h}], got {got}",
+       "The LRU table does not hold one permutation of the H slots per request row.",
+       "Allocate [requests, hot_buffer_size] int16 and initialise each row to arange(H).", "09"),
+    _e("host_cache_locs must have shape [requests={requests}, max_sequence], got {got}",
+       "The position-to-host-row table has another number of request rows than the tag table.",
+       "Allocate [requests, max_sequence] int64, one row per request-pool row.", "09"),
+    _e("host_cache_locs must be C-contiguous: sglang uses shape[1] as its row stride, got {got} with strides {strides} bytes",
+       "A sliced view of a wider table: sglang's kernel assumes the row stride equals shape[1] and "
+       "would read other requests' host rows.",
+       "Pass a contiguous table (np.ascontiguousarray / cupy.ascontiguousarray).", "09"),
+    _e("{name} must have shape [batch={batch}], got {got}",
+       "req_pool_indices or seq_lens does not hold one entry per batch row.",
+       "Give one request row and one sequence length per row of top_k_tokens.", "09"),
+    _e("num_real_reqs must be a [1] int32 device array, got the Python value {value}",
+       "The number of real rows is read by the kernel from device memory (so that a captured CUDA "
+       "graph can change it); a Python int cannot be.",
+       "Pass device.to_device(np.array([n], np.int32)), or None for 'every row is real'.", "08"),
+    _e("num_real_reqs must be an int32 array with shape [1], got {got}",
+       "num_real_reqs has another dtype or shape (an int64 tensor would be reinterpreted).",
+       "A [1] int32 device array, updated before each launch or graph replay.", "08"),
+    _e("num_real_reqs[0] = {value} must be in [0, batch={batch}]",
+       "More real rows than the batch: the kernel would process rows that do not exist.",
+       "Set num_real_reqs[0] to the number of real rows (padding rows follow them).", "08"),
+    _e("num_real_reqs[0] = {value} must be >= 0",
+       "A negative number of rows to replay.", "Set num_real_reqs[0] to the number of real rows.", "08"),
+    _e("num_real_reqs must have at least one element",
+       "An empty num_real_reqs array.", "Pass a [1] int32 device array.", "08"),
+    _e("num_blocks must be >= 1, got {num_blocks}",
+       "A replay launched with no blocks (an invalid launch configuration on CUDA).",
+       "Use num_blocks >= 1 (sglang's coordinator uses 4).", "09"),
+
+    # ---------------------------------------------------------------- generic argument checks (09)
+    _e("{name} must have dtype {dtype}, got {got}",
+       "An index table of the wrong dtype. sglang reinterprets the bytes without a check (an int64 "
+       "top-k from torch.topk is read as pairs of int32 positions).",
+       "Convert to the dtype named in the message (see the launcher's docstring for the table).",
+       "09"),
+    _e("{name} must have shape {layout}, got {got}",
+       "An argument with the wrong number of dimensions or the wrong extent.",
+       "Allocate it with the shape named in the message.", "09"),
+    _e("{name} rows must be contiguous (inner stride 1), got strides {strides} bytes",
+       "A column-strided view: the kernels index a row as consecutive elements.",
+       "Pass a view whose last axis is dense (slicing columns x[:, :k] is fine, x[:, ::2] is not).",
+       "07"),
+    _e("{name} must be C-contiguous, got strides {strides} bytes",
+       "A pool or table that is not one dense block: items are addressed as base + index * size.",
+       "Pass a contiguous array (ascontiguousarray) or allocate it whole.", "10"),
+    _e("{name} must have shape [>= {n}, >= hot_buffer_size {hot}], got {got}",
+       "A speculative slot table that does not cover the state's requests or hot buffer.",
+       "Allocate [num_requests, >= hot_buffer_size + 1] tables, as for the single-step swap-in.", "01"),
+
+    # ---------------------------------------------------------------- item copies (lesson 10)
+    _e("The pointers must be multiple of 16 bytes.",
+       "item_size_bytes, or the base address of the host pool or device buffer, is not a multiple "
+       "of 16. The item copy moves 16-byte chunks (sglang: 128-bit vector loads): a 584-byte item "
+       "leaves 8 bytes that do not form a chunk, and an 8-byte-offset base makes every 16-byte "
+       "access misaligned (a CUDA misaligned-address fault). The text is sglang's (its activation "
+       "ops); sglang's HiSparse itself does not check and faults or drops the tail.",
+       "Pad items to a multiple of 16 bytes (e.g. 592 for a 584-byte item), and allocate pools "
+       "with device.host_cache_array / a fresh device array instead of slicing at odd offsets.",
+       "10", SGLANG),
+    _e("{name} holds {nbytes} bytes, but item {item} of {size} bytes needs {need}",
+       "A location points past the end of the pool (or the pool is smaller than the item size "
+       "times the rows used): the copy would read or write out of bounds.",
+       "Size the pool for every row that the tables can name, or fix the location tables.", "10"),
+    _e("kv-canary: RealKvSource.num_bytes_per_token must be a positive multiple of 16, got {n}",
+       "The real-KV hash reads 16-byte chunks per token.",
+       "Use a multiple of 16, or pass no source for a pool whose layout is not 16-aligned (e.g. "
+       "DSv4's 584 bytes per token).", "10", SGLANG),
+    _e("kv-canary: RealKvSource.read_bytes must be a positive multiple of 16 in (0, num_bytes_per_token={n}], got {read}",
+       "read_bytes is not a whole number of 16-byte chunks, or exceeds the token's bytes.",
+       "Use a multiple of 16 no larger than num_bytes_per_token.", "10", SGLANG),
+    _e("kv-canary: RealKvSource.tensor row stride must be a multiple of 16 bytes, got {row} bytes (shape={shape}, dtype={dtype})",
+       "Rows of the KV view start at addresses that are not 16-aligned.",
+       "View the KV layer so its row pitch is a multiple of 16 bytes.", "10", SGLANG),
+    _e("kv-canary: RealKvSource.tensor base address must be a multiple of 16 bytes",
+       "The KV view starts at an address that is not 16-aligned (a slice at an odd offset).",
+       "Pass the layer's own allocation, not an offset slice.", "10"),
+    _e("kv-canary: RealKvSource.page_size must be >= 1, got {p}",
+       "A real-KV source with no tokens per row.", "Use the pool's page size (1 for token pools).",
+       "10", SGLANG),
+    _e("kv-canary: RealKvSource.tensor must be at least 2-D, got shape {shape}",
+       "The KV view is not [rows, bytes].", "View the KV layer as [rows, bytes].", "10", SGLANG),
+    _e("kv-canary: RealKvSource.tensor must be C-contiguous, got strides {strides} bytes",
+       "The KV view is not one dense block.", "Pass a contiguous KV layer.", "10"),
+    _e("kv-canary: RealKvSource row is too narrow for its slot layout: dim-1 is {row} bytes but page_size={p} x num_bytes_per_token={n} needs {need}",
+       "page_size or num_bytes_per_token does not describe this view.",
+       "Pass the page size and bytes per token of the view you hand in.", "10", SGLANG),
+    _e("kv-canary: canary_buf slot stride must hold at least 4 int64 fields, got {n}",
+       "A canary buffer narrower than 32 bytes per slot (token, position, prev_hash, real_kv_hash).",
+       "Allocate [num_slots, 32] uint8 (VerifyOrWriteContext.allocate does).", "10", SGLANG),
+    _e("kv-canary: canary_buf rows must be whole int64 fields (stride and base multiples of 8 bytes), got {got}",
+       "Canary fields are read as int64 words; a row pitch or base that is not a multiple of 8 splits them.",
+       "Allocate the canary buffer with VerifyOrWriteContext.allocate.", "10"),
+
+    # ---------------------------------------------------------------- host memory (lesson 11)
+    _e("Host array used in CUDA kernel will incur copy overhead to/from device.",
+       "A plain (pageable, or pinned but unmapped) NumPy array was passed to a Numba kernel on a GPU: "
+       "Numba copies the WHOLE array to the device before the launch and back after it, on every "
+       "launch. For a host KV pool that is gigabytes per step instead of the few items the kernel "
+       "reads (a NumbaPerformanceWarning, not an error).",
+       "Allocate the host KV pool with device.host_cache_array (mapped pinned memory: kernels read "
+       "it in place over PCIe).",
+       "11", NUMBA),
+    _e("host_cache must be device-readable host memory (device.host_cache_array), got {type_name}",
+       "A host pool that the kernel cannot read in place (Numba would copy it both ways per launch).",
+       "Allocate it with device.host_cache_array.", "11"),
+    _e("device_buffer must be a device array, got {type_name}",
+       "A NumPy array on a GPU machine: Numba would copy it to the device and back on every launch.",
+       "Pass a device (CuPy) array: device.to_device(a) or device.xp.zeros(...).", "11"),
+    _e("HISPARSE_NUMBA_BACKEND must be one of {choices}, got {choice}",
+       "An unknown backend name in the environment.",
+       "Use auto, cuda, simulator or compile-only.", "00"),
+    _e("HISPARSE_NUMBA_BACKEND=cuda but no CUDA device is usable on this machine",
+       "The GPU world was requested on a machine without a usable CUDA driver or device.",
+       "Unset HISPARSE_NUMBA_BACKEND (auto picks the simulator) or run on a GPU; "
+       "`hisparse-numba doctor` shows what was found.", "00"),
+    _e("a CUDA GPU is usable but CuPy is not installed: pip install 'hisparse-numba[cuda12]' or '[cuda13]' (the CUDA major of your driver), or set HISPARSE_NUMBA_BACKEND=simulator",
+       "A GPU was found, so the cuda world was chosen, but its device arrays (CuPy) are missing.",
+       "Install the CuPy extra for your driver's CUDA major (make lessons CUDA=12 / CUDA=13), or force "
+       "the simulator.", "00"),
+    _e("HISPARSE_NUMBA_BACKEND=cuda but NUMBA_ENABLE_CUDASIM=1 is set",
+       "Two contradicting world choices in the environment.",
+       "Unset NUMBA_ENABLE_CUDASIM, or choose the simulator.", "00"),
+
+    # ---------------------------------------------------------------- gather and swap-in data (00)
+    _e("src_locs and dst_locs must have the same shape, got {a} and {b}",
+       "Each copy needs one source and one destination.", "Pass equally long location arrays.", "00"),
+    _e("src_locs and dst_locs must be >= 0 (a -1 location has no item)",
+       "-1 marks 'no item'; copying it would read the item before the pool (Python-style wrap).",
+       "Filter out -1 entries before gathering.", "00"),
+    _e("dst_locs must be distinct: two items copied to one row race",
+       "Two copies into one row: which one lands depends on scheduling.",
+       "Give every copy its own destination row.", "00"),
+    _e("req_pool_indices[{b}] = {rid} is outside [0, {requests}) (rows of device_buffer_tokens)",
+       "A batch row names a request-pool row that the slot tables do not have.",
+       "Pass request-pool rows in [0, requests).", "00"),
+    _e("top_k_tokens row {b} (fast path, seq_len {n}) selects positions {bad} >= seq_len; the fast path reads device_buffer_locs[rid, position] unchecked",
+       "On the fast path (seq_len <= H) position p lives in slot p; a position past the sequence "
+       "reads a slot that holds no token of this request.",
+       "Select only positions < seq_len (or -1 for an empty lane).", "00"),
+    _e("req_pool_indices maps batch rows {a} and {b} to request row {rid}; a long-path row updates its request's tags and LRU, so it must own that row",
+       "Two batch rows share one request's slot tables: their tag and LRU updates would race.",
+       "Give each long-path batch row its own request row.", "00"),
+    _e("top_k_tokens row {b} (long path, seq_len {n} > hot_buffer_size {h}) holds positions {bad} outside [0, seq_len): every lane of a long-path row must be a valid position",
+       "A -1 or out-of-range lane on the long path. sglang counts such a lane as a miss without "
+       "assigning it: phantom copies into unassigned slots and stale outputs (spec section 2.9).",
+       "Fill every lane of a long-path row with a valid position (only the fast path tolerates -1).",
+       "00"),
+    _e("top_k_tokens row {b} (long path) holds duplicate positions {dups}: the positions of a long-path row must be distinct",
+       "A position selected twice is loaded into two slots (duplicate tags); the next step's miss "
+       "count is then one short and one miss gets a slot but no bytes.",
+       "Deduplicate the selection (a top-k selector returns distinct positions).", "00"),
+    _e("lru_slots row {rid} is not a permutation of 0..{h} (initialise it to arange(hot_buffer_size))",
+       "An uninitialised or corrupted LRU row: a slot listed twice is handed to two misses, a "
+       "negative slot indexes out of bounds.",
+       "Initialise every row to arange(H) (int16) and reset it when a request finishes.", "00"),
+    _e("device_buffer_tokens row {rid} holds positions {dups} in more than one slot; a position may be resident in one slot only",
+       "Duplicate tags: both slots would hit the same lane and the miss count would be wrong.",
+       "Tags must name each position at most once (-1 for empty slots).", "00"),
+    _e("top_k_tokens row {b} misses positions {bad} beyond host_cache_locs ({got})",
+       "A miss at a position past the host table's width: no host row can be looked up.",
+       "Widen host_cache_locs to the longest sequence.", "00"),
+    _e("top_k_tokens row {b} misses positions {bad} that have no host backup (host_cache_locs = -1); a position can be loaded only after its device-to-host backup",
+       "A position selected before its KV was backed up to the host: sglang would copy host row -1 "
+       "(garbage).",
+       "Select a position only after its backup (the newest token is served from column H).", "00"),
+    _e("device_buffer_locs holds negative rows {rows} in slots that receive a miss",
+       "A slot without a physical row receives a copy: the copy would write before the buffer.",
+       "Map every hot slot to a device row before the swap-in.", "00"),
+    _e("miss_src/miss_dst must have shape [batch, >= top_k] (capacity {k}).",
+       "The single-step miss plan is not 2-D, has fewer rows than the batch or fewer than top_k "
+       "columns (a long-path row can miss every lane): the kernel would write past it.",
+       "Allocate miss_src [batch, top_k] int64 and miss_dst [batch, top_k] int32 (plus miss_count [batch] int32).",
+       "13"),
+    _e("miss_count must have shape [batch].",
+       "miss_count is not 1-D or shorter than the batch.", "Allocate miss_count as [batch] int32.", "03"),
+    _e("miss_src/miss_dst must have shape [>= num_real_reqs ({n}), max misses].",
+       "The plan to replay has fewer rows than num_real_reqs says are real.",
+       "Replay the plan that the swap-in recorded, with the same num_real_reqs.", "08"),
+    _e("miss_count must have shape [>= num_real_reqs ({n})].",
+       "miss_count has fewer entries than num_real_reqs.", "Replay the recorded plan unchanged.", "08"),
+    _e("miss_count[{r}] = {count} is outside [0, {cols}] (the plan's columns)",
+       "A stale or corrupted count: the replay would read past the plan row.",
+       "Bound the replay with num_real_reqs (rows past it are stale) and record the plan in the same step.",
+       "08"),
+    _e("miss_src and miss_dst entries below miss_count must be >= 0 (a -1 row has no item)",
+       "A plan entry inside the count holds -1: an unwritten or corrupted plan.",
+       "Replay only plans that the swap-in recorded.", "08"),
+    _e("miss_dst holds device rows {rows} more than once; two replayed copies into one row would race",
+       "A plan whose destinations collide (not one the swap-in can record).",
+       "Replay only plans that the swap-in recorded.", "00"),
+
+    _e("the arena must be 1-D with >= {need} elements, got shape {shape}",
+       "Lesson 13's helper that addresses a flat buffer the way sglang's kernels address a plan "
+       "(one base, one row stride) was given a buffer too small for batch rows of that stride.",
+       "Pass a 1-D arena of at least (batch - 1) * row_stride + num_top_k elements.", "13"),
+
+    # ---------------------------------------------------------------- miss plans (sglang texts)
+    _e("miss_src/miss_dst rows overlap: row stride {stride} elements is less than the {capacity} entries a row may hold (a flat or reshaped buffer); allocate [batch, capacity] rows",
+       "The plan's rows are closer together than the entries a row can hold (e.g. a flat [batch * K] "
+       "buffer viewed with a short stride): sglang writes entry m of row b at b * stride + m, so "
+       "rows with many misses overwrite the next row's entries and the replay copies wrong items.",
+       "Allocate 2-D [batch, capacity] plan arrays (alloc_miss_plan for the speculative call).",
+       "07"),
+    _e("miss_src, miss_dst, and miss_count must be provided together.",
+       "Only part of the miss plan was passed; a plan is recorded into all three arrays or none.",
+       "Pass all three (alloc_miss_plan) or none.", "06", SGLANG),
+    _e("miss_src must be int64 and miss_dst must be int32.",
+       "A plan dtype from an old API (int64 miss_dst) or an int32 miss_src; the kernel would "
+       "reinterpret the bytes.",
+       "miss_src int64, miss_dst int32 (alloc_miss_plan allocates them).", "05", SGLANG),
+    _e("miss_count must be int32.",
+       "miss_count of another dtype.", "Allocate miss_count as int32.", "05", SGLANG),
+    _e("miss_src/miss_dst row strides must match.",
+       "The kernel indexes both plan arrays with one row stride (in elements); e.g. miss_dst sliced "
+       "from a wider buffer would put the pairs in different places.",
+       "Allocate both with the same row pitch (alloc_miss_plan), or slice both the same way.",
+       "07", SGLANG),
+    _e("HiSparse speculative swap requires 2-4 steps, got {num_steps}.",
+       "The speculative swap-in serves 2 to 4 draft steps per call.",
+       "Use the single-step load_cache_to_device_buffer_mla for one step; split longer drafts.",
+       "04", SGLANG),
+    _e("speculative miss_src/miss_dst must have shape [batch, >= steps * top_k] (capacity {plan_capacity}).",
+       "The miss plan has fewer than steps * top_k columns, fewer rows than the batch (padding rows "
+       "included) or is not 2-D. In the worst case every occurrence of every step is a distinct miss.",
+       "Allocate the plan with alloc_miss_plan(batch, steps, top_k) (miss_plan_capacity columns) and "
+       "slice rows to the padded batch.",
+       "01", SGLANG),
+    _e("speculative miss_count must have shape [batch].",
+       "miss_count is not 1-D or shorter than the batch.", "Allocate with alloc_miss_plan.", "03", SGLANG),
+    _e("speculative top_k_tokens must have shape [batch, steps, top_k], got shape {shape}",
+       "A 2-D (single-step) selection passed to the speculative launcher.",
+       "Stack the steps: [batch, steps, top_k] int32.", "04"),
+    _e("speculative swap needs 0 < steps * top_k <= {max}, got {steps} * {top_k}",
+       "More occurrences per request than the kernel's per-request tables hold.",
+       "Lower top_k or the number of steps.", "04"),
+    _e("state.scratch_state must be C-contiguous (its metadata rows are read as int64 words)",
+       "A sliced speculative state.", "Allocate the state with make_hisparse_spec_state.", "01"),
+    _e("top_k_device_locs must have shape [batch, steps, top_k] = [{batch}, {steps}, {top_k}], got shape {shape}",
+       "The speculative output does not match top_k_tokens.", "Allocate it like top_k_tokens.", "04"),
+    _e("{name} rows must be dense over (steps, top_k), got strides {strides} bytes",
+       "A strided view of a [batch, steps, top_k] table.", "Pass contiguous [batch, steps, top_k] tables.", "01"),
+    _e("device_buffer_locs must have the shape and row stride of device_buffer_tokens, got {a} / {b} and {c} / {d}",
+       "The two slot tables differ in shape or row stride (both are indexed with one stride).",
+       "Allocate both tables with the same shape.", "07"),
+    _e("host_cache_locs must be row-contiguous [>= {n}, <= 2^31] int64, got shape {shape} strides {strides}",
+       "A sliced or too-small position-to-host-row table.", "Pass a contiguous [requests, max_sequence] int64 table.", "01"),
+    _e("req_pool_indices must have shape [batch] = [{batch}] int64 (contiguous), got {shape}",
+       "req_pool_indices does not hold one int64 request row per batch row.",
+       "Pass [batch] int64 (the speculative path reads int64).", "01"),
+    _e("seq_lens must have shape [batch * steps] = [{n}] int32 (one length per step, contiguous), got shape {shape}",
+       "One length per request instead of one per request and step.",
+       "Pass [batch * steps] int32: the length seen by each draft step.", "04"),
+    _e("make_hisparse_spec_state needs 0 < num_requests <= hot_buffer_size and hot_buffer_size >= 2, got num_requests={n}, hot_buffer_size={hot}",
+       "The CLOCK control row keeps one column per request, so requests cannot outnumber hot slots.",
+       "Use 0 < num_requests <= hot_buffer_size and hot_buffer_size >= 2.", "01"),
+    _e("state must be a HiSparseSpecState, got {type_name}",
+       "Something other than the state tuple was passed.", "Build it with make_hisparse_spec_state.", "01"),
+    _e("state.scratch_locs must have shape [num_requests > 0, capacity > 0], got shape {shape}",
+       "A hand-built or empty state.", "Build it with make_hisparse_spec_state.", "01"),
+    _e("state.cache_index must have shape [num_requests, 2, hash_size], got shape {shape}",
+       "A hand-built state.", "Build it with make_hisparse_spec_state.", "01"),
+    _e("state.cache_index hash_size must be a power of two, got {hs}",
+       "The hash is indexed with a mask.", "Build it with make_hisparse_spec_state.", "01"),
+    _e("state.cache_index has {rows} request rows, fewer than scratch_locs ({n})",
+       "State arrays of different request counts.", "Build it with make_hisparse_spec_state.", "01"),
+    _e("state.cache_policy must have shape [num_requests + 1, hot_buffer_size] (one CLOCK control row and one reference-epoch row per request), got shape {shape} for {n} requests",
+       "A hand-built state.", "Build it with make_hisparse_spec_state.", "01"),
+    _e("hot_buffer_size (state.cache_policy width) must be in [2, {max}], got {hot}",
+       "A hot buffer too small or too large for the speculative state.",
+       "Use 2 <= hot_buffer_size <= the maximum in the message.", "01"),
+    _e("state has {n} request slots but the CLOCK control row holds only hot_buffer_size={hot} columns",
+       "More requests than hot slots.", "Use num_requests <= hot_buffer_size.", "01"),
+    _e("state.scratch_state must have shape [num_requests + 1, >= {need}] (one counter row and one miss-metadata row per request), got shape {shape}",
+       "A scratch state too small for steps * top_k occurrences.",
+       "Allocate the state for the largest steps * top_k you launch (make_hisparse_spec_state).", "01"),
+    _e("state.scratch_state row stride must be even (64-bit aligned metadata), got {n} elements",
+       "A sliced scratch state.", "Build it with make_hisparse_spec_state.", "01"),
+    _e("state.cache_index banks must be contiguous ([..., 2, hash_size] dense)",
+       "A sliced cache index.", "Build it with make_hisparse_spec_state.", "01"),
+    _e("device_buffer_tokens must have shape [>= {n}, >= {hot}], got shape {shape}",
+       "The slot tables do not cover the state's requests and hot buffer.",
+       "Allocate [num_requests, >= hot_buffer_size + 1] tables.", "01"),
+
+    # ---------------------------------------------------------------- kv-canary plan
+    _e("kv-canary: {fn} verify_capacity={verify_capacity} does not match verify_plan_out.verify_slot_indices.shape[0]={plan_verify_capacity}",
+       "verify_capacity was computed separately from the size the VerifyPlan was allocated with.",
+       "Derive both from one expression, or pass int(plan.verify_slot_indices.shape[0]).",
+       "02", SGLANG),
+    _e("kv-canary: {fn} requires full_to_swa_index_mapping when swa_window_size > 0",
+       "An SWA window without the full-to-SWA slot table: verify entries would name full-pool "
+       "slots where the SWA canary buffer is indexed by SWA slots.",
+       "Pass window 0 for a FULL group (window = swa if the group is SWA else 0), or pass the "
+       "group's LUT.",
+       "12", SGLANG),
+    _e("kv-canary: bs={bs} exceeds write_req_capacity={r}",
+       "The WritePlan has fewer rows than the batch passed in (e.g. sized to the real batch while "
+       "the plan input is capacity-sized). sglang's reference silently truncates here.",
+       "Allocate WritePlan.allocate(write_req_capacity >= bs), with bs = the plan input's length.",
+       "12", SGLANG),
+    _e("kv-canary: {fn} supports at most bs={max} reqs per launch, got bs={bs}. Bump PLAN_BS_BLOCK_SIZE if real workloads need this.",
+       "The one-block offsets kernel covers at most 4096 rows.",
+       "Keep the plan input at most 4096 rows.", "12", SGLANG),
+    _e("kv-canary: {fn} requires req_to_verify_expected_tokens_valid_lens when req_to_verify_expected_tokens is set",
+       "An expected-token pool without per-row valid lengths: stale tails of recycled rows would "
+       "raise false token mismatches.",
+       "Pass req_to_verify_expected_tokens_valid_lens ([bs] int64).", "12", SGLANG),
+    _e("kv-canary: {fn} swa_window_size must be >= 0, got {w}",
+       "A negative window.", "Use 0 (FULL group) or the model's positive window.", "12"),
+    _e("kv-canary: {fn} req_to_token must have at least one column, got {got}",
+       "An empty request-to-token table.", "Pass ReqToTokenPool.req_to_token ([max_reqs, max_seq_len] int32).", "12"),
+    _e("kv-canary: {fn} full_to_swa_index_mapping must not be empty",
+       "An empty LUT.", "Size the LUT full_pool_size + 1.", "12"),
+    _e("kv-canary: VerifyPlan verify_capacity must be positive, got {c}",
+       "A zero capacity from an empty sweep or batch.", "Clamp with max(1, ...).", "02", SGLANG),
+    _e("kv-canary: WritePlan write_req_capacity must be positive, got {r}",
+       "A zero capacity.", "Clamp with max(1, ...).", "12", SGLANG),
+    _e("kv-canary: {fn} {name} must have shape {want}, got {got}",
+       "A per-row or plan array of the wrong length (per-row arrays need length bs).",
+       "Use VerifyPlan.allocate / WritePlan.allocate and [bs] inputs.", "12", OURS),
+    _e("kv-canary: {fn} {name} must be 2-D, got {got}",
+       "A 1-D req_to_token or expected-token pool.", "Pass the [max_reqs, cols] table.", "12", OURS),
+    _e("kv-canary: {name} must have dtype {dtype}, got {got}",
+       "Request metadata of the wrong dtype (e.g. int32 req_pool_indices or an int64 req_to_token).",
+       "req_pool_indices, prefix_lens, extend_seq_lens, LUT, plan arrays int64; req_to_token and "
+       "the pool int32; counters as documented.", "12", SGLANG),
+    _e("kv-canary: {name} must be {ndim}-D, got {got}",
+       "A canary array with the wrong number of dimensions.", "Allocate with VerifyOrWriteContext.allocate.", "12", OURS),
+    _e("kv-canary: {name} must have shape {shape}, got {got}",
+       "A canary array of the wrong shape.", "Allocate with VerifyOrWriteContext.allocate / the plan allocators.", "12", OURS),
+    _e("kv-canary: {name} must be contiguous",
+       "A sliced or transposed tensor.", "Pass contiguous tensors.", "12", SGLANG),
+    _e("kv-canary: at most {n} RealKvSource entries supported by the CUDA ABI, got {got}",
+       "More than 4 real-KV sources.", "Merge or drop sources.", "12", SGLANG),
+    _e("kv-canary: real_kv_sources[{i}] must be a RealKvSource, got {type_name}",
+       "Something other than a RealKvSource in the sources tuple.", "Wrap each KV view in RealKvSource.", "12"),
+    _e("kv-canary: real_kv_hash_mode must be 0 (NONE), 1 (PARTIAL) or 2 (ALL), got {mode}",
+       "An unknown hash mode.", "Use RealKvHashMode.", "12"),
+    _e("kv-canary: violation_ring must have shape [ring_capacity, {n}], got {got}",
+       "A ring of the wrong row width.", "Allocate [ring_capacity, 8] int64.", "12"),
+    _e("kv-canary: plan must be a VerifyPlan, got {type_name}",
+       "verify was given the WritePlan (or something else).", "Pass the VerifyPlan filled by the plan launcher.", "12"),
+    _e("kv-canary: plan must be a WritePlan, got {type_name}",
+       "write was given the VerifyPlan (or something else).", "Pass the WritePlan filled by the plan launcher.", "12"),
+    _e("kv-canary: expected input tensors are required when enable_write_input_assert=True",
+       "The write input assert has nothing to compare with.",
+       "Pass expected_input_tokens and expected_input_positions, or turn the assert off.", "12", SGLANG),
+    _e("kv-canary: expected input tensors must be None when enable_write_input_assert=False",
+       "Dummy expected tensors with the assert off.", "Pass None.", "12", SGLANG),
+    _e("kv-canary: {name} must have the length of input_ids ({n}), got {m}",
+       "positions or out_cache_loc (or an expected tensor) of another length than input_ids.",
+       "Slice all per-token tensors to the same length.", "12"),
 ]
 
 
 def explain(message: str) -> list[Entry]:
-    """Entries whose pattern matches ``message`` (a pasted message, possibly with a prefix)."""
+    """Entries whose pattern matches ``message`` (a pasted message, possibly with a prefix such
+    as ``ValueError:``), the most specific first."""
     message = message.strip()
-    return [e for e in CATALOGUE if e.regex().search(message)]
+    found = [e for e in CATALOGUE if e.regex().search(message)]
+    return sorted(found, key=lambda e: -e.specificity())
 
 
 def entries_for_lesson(lesson_id: str) -> list[Entry]:

@@ -1,9 +1,11 @@
 """Timing harness for the GPU benchmarks: CUDA events and measured hardware ceilings.
 
 Kernel time is measured with CUDA events around ``iters`` back-to-back calls after a warm-up,
-so the first call's compilation stays out and the GPU is kept busy (host launch overhead hides
-behind queued work once a call takes longer than a launch). Per-call latency is measured
-separately with a host clock around one synchronised call. Ceilings are measured in the same
+so the first call's compilation stays out. A Numba launch costs the host 50-150 us, longer than
+a small kernel runs, so the calls are queued behind a *hold* kernel that sleeps on the GPU until
+the host has enqueued them all: the events then see the kernels run back to back, not the
+host's launch rate. Per-call latency (host launch + GPU + any validation) is measured separately
+with a host clock around one synchronised call. Ceilings are measured in the same
 process: a pinned host-to-device ``cudaMemcpy`` (the physical floor for miss copies) and a large
 device-to-device copy.
 """
@@ -13,6 +15,21 @@ from __future__ import annotations
 import time
 
 from .. import device
+from ..device import cuda
+
+HOLD_MS_PER_CALL = 1.0
+
+
+def hold_ms(calls: int, host_ms_per_call: float) -> int:
+    """How long the hold kernel must last for the host to enqueue ``calls`` calls behind it."""
+    return int(calls * max(HOLD_MS_PER_CALL, 2.0 * host_ms_per_call)) + 2
+
+
+@cuda.jit
+def hold_kernel(milliseconds):
+    """Keep the stream busy for about ``milliseconds`` (nanosleep is approximate)."""
+    for _ in range(milliseconds * 10):
+        cuda.nanosleep(100000)
 
 
 def require_gpu(name: str) -> None:
@@ -23,13 +40,23 @@ def require_gpu(name: str) -> None:
         )
 
 
-def gpu_time_ms(fn, iters: int = 20, warmup: int = 3) -> float:
-    """Milliseconds per call of ``fn``: CUDA events around ``iters`` back-to-back calls."""
+def gpu_time_ms(fn, iters: int = 20, warmup: int = 3, hold: bool = True) -> float:
+    """GPU milliseconds per call of ``fn``: CUDA events around ``iters`` back-to-back calls.
+
+    ``fn`` must only enqueue work (no host synchronisation). With ``hold`` the calls queue
+    behind ``hold_kernel`` so that host launch overhead stays out of the window.
+    """
     cp = device.xp
+    fn()                       # compiles on the first call
+    device.synchronize()
+    t0 = time.perf_counter()
     for _ in range(warmup):
         fn()
+    host_ms = (time.perf_counter() - t0) * 1e3 / max(warmup, 1)
     device.synchronize()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
+    if hold:
+        device.launch(hold_kernel, 1, 1, hold_ms(iters, host_ms))
     start.record()
     for _ in range(iters):
         fn()

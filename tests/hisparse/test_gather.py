@@ -6,12 +6,12 @@ import pytest
 from hisparse_numba import device
 from hisparse_numba.hisparse.gather import gather_to_hot_buffer, gather_to_hot_buffer_reference
 
-from ..conftest import ON_GPU
+from ..conftest import BIG
 
 
 @pytest.mark.parametrize("item_size_bytes", [16, 32, 48, 576])
 def test_gather_matches_reference(rng, item_size_bytes):
-    n_host, n_dev, n = (4096, 2048, 1024) if ON_GPU else (40, 24, 12)
+    n_host, n_dev, n = (4096, 2048, 1024) if BIG else (40, 24, 12)
     host = device.host_cache_array((n_host, item_size_bytes), np.uint8)
     host[:] = rng.integers(0, 256, size=(n_host, item_size_bytes), dtype=np.uint8)
     src = rng.choice(n_host, size=n, replace=False).astype(np.int64)

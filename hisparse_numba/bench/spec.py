@@ -1,0 +1,217 @@
+"""``hisparse-numba bench spec``: the speculative swap-in at sglang's benchmark configuration.
+
+sglang's kernel benchmark: 4 steps x top_k 2048 (8192 occurrences per request), hot buffer 4096,
+64-slot extra page, 576-byte items, scratch 4096 per request. Steps 0 and 1 each bring 196 fresh
+misses; steps 2 and 3 reuse one miss of step 0 / step 1 plus 195 fresh ones: 782 unique misses per
+request. Before every call the miss tails move on by 800 positions, so every call has fresh misses.
+Each request has its own host rows. Compared, per batch size:
+
+* ``lru_1_full``: four single-step LRU calls (block 1024), one per step;
+* ``spec_1_full``: one speculative call (one index layer);
+* ``spec_4_full``: speculative calls for 4 independent index layers (own state each);
+* ``spec_1_full_3_shared``: one anchor call recording the plan + 3 ``copy_cache_planned_mla``
+  replays (``num_blocks=8``).
+
+GPU time is CUDA events around back-to-back calls (the per-call selection update, a 2 MB device
+copy, is timed alone and subtracted). The floor is the bytes that must cross PCIe (unique misses x
+item size x layers) at the measured pinned host-to-device memcpy bandwidth; ``floor %`` is
+floor time / GPU time. For scale, sglang's C++ launch pair: 28 us (batch 1), 92 us (batch 8),
+613 us (batch 64).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import device
+from ..hisparse.spec_examples import make_spec_problem, set_selection, wrong_items, snapshot
+from .harness import gpu_time_ms, h2d_pinned_gbps, print_table, require_gpu
+
+NUM_STEPS, TOP_K, HOT, PAGE = 4, 2048, 4096, 64
+ITEM_WORDS = 72
+MISS_PER_STEP, UNIQUE_MISSES, MISS_ADVANCE = 196, 782, 800
+SCRATCH = 4096
+SGLANG_US = {1: 28.0, 8: 92.0, 64: 613.0}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--phases", action="store_true",
+                        help="also time the gather and the commit kernel of spec_1_full separately")
+    parser.add_argument("--variants", nargs="+",
+                        default=["lru_1_full", "spec_1_full", "spec_4_full", "spec_1_full_3_shared"])
+
+
+def selections(batch: int, calls: int, hits_base: int = 0) -> np.ndarray:
+    """``[calls, batch, steps, top_k]`` selections (module docstring), positions >= HOT miss."""
+    hits = TOP_K - MISS_PER_STEP
+    out = np.empty((calls, batch, NUM_STEPS, TOP_K), dtype=np.int32)
+    for c in range(calls):
+        base = HOT + c * MISS_ADVANCE
+        fresh = iter(range(base, base + 4 * MISS_PER_STEP))
+        m = [[next(fresh) for _ in range(MISS_PER_STEP)] for _ in range(2)]
+        m += [[m[s][0]] + [next(fresh) for _ in range(MISS_PER_STEP - 1)] for s in range(2)]
+        assert len({t for row in m for t in row}) == UNIQUE_MISSES
+        for s in range(NUM_STEPS):
+            out[c, :, s] = np.concatenate([(hits_base + s + np.arange(hits)) % HOT, m[s]])
+    return out
+
+
+def run(args) -> int:
+    require_gpu("spec")
+    from ..hisparse.planned_copy import launch_planned_copy
+    from ..hisparse.speculative import load_cache_to_device_buffer_spec_mla
+
+    xp = device.xp
+    h2d = h2d_pinned_gbps()
+    item = 8 * ITEM_WORDS
+    print(f"pinned H2D memcpy: {h2d:.1f} GB/s; 4 x 2048 occurrences, H {HOT}, {UNIQUE_MISSES} "
+          f"unique misses of {item} B per request and layer")
+    rows = []
+    for batch in args.batches:
+        calls = args.iters + 8
+        sel = xp.asarray(selections(batch, calls))
+        positions = HOT + calls * MISS_ADVANCE + 4 * MISS_PER_STEP + 16
+        layers = [make_spec_problem(batch=batch, steps=NUM_STEPS, top_k=TOP_K, hot=HOT, tail=PAGE,
+                                    item_words=ITEM_WORDS, scratch_capacity=SCRATCH,
+                                    max_positions=positions, record=(i == 0))
+                  for i in range(4)]
+        for kw in layers:
+            set_selection(kw, device.to_host(sel[0]), np.full(batch * NUM_STEPS, positions))
+        counter = {"i": 0}
+
+        def next_selection():
+            i = counter["i"] = (counter["i"] + 1) % calls
+            for kw in layers:
+                kw["top_k_tokens"][...] = sel[i]
+
+        def spec(n_layers):
+            def fn():
+                next_selection()
+                for kw in layers[:n_layers]:
+                    load_cache_to_device_buffer_spec_mla(**kw)
+            return fn
+
+        def shared():
+            next_selection()
+            kw = layers[0]
+            load_cache_to_device_buffer_spec_mla(**kw)
+            for skip in layers[1:]:   # the anchor's plan is trusted: replay without host checks
+                launch_planned_copy(kw["miss_src"], kw["miss_dst"], kw["miss_count"], kw["num_real_reqs"],
+                                    skip["host_cache"], skip["device_buffer"], item, 8, 1024, False)
+
+        variants = {"spec_1_full": (spec(1), 1), "spec_4_full": (spec(4), 4),
+                    "spec_1_full_3_shared": (shared, 4)}
+        if "lru_1_full" in args.variants:
+            lru = _lru_variant(batch, sel, calls, positions)
+            if lru is not None:
+                variants["lru_1_full"] = (lru, 1)
+        if args.phases:
+            g_us, c_us = phase_times_us(layers[0], next_selection, args.iters)
+            print(f"batch {batch}: spec_1_full phases: gather {g_us:.1f} us, commit {c_us:.1f} us")
+        sel_ms = gpu_time_ms(next_selection, iters=args.iters)
+        for name in args.variants:
+            if name not in variants:
+                continue
+            fn, n_layers = variants[name]
+            ms = gpu_time_ms(fn, iters=args.iters) - sel_ms * (name != "lru_1_full")
+            floor_us = batch * UNIQUE_MISSES * item * n_layers / (h2d * 1e9) * 1e6
+            us = ms * 1e3
+            rows.append(dict(variant=name, batch=batch, gpu_us=us, floor_us=floor_us,
+                             floor_pct=100 * floor_us / us,
+                             gbps=batch * UNIQUE_MISSES * item * n_layers / (us * 1e-6) / 1e9,
+                             sglang_us=(f"{SGLANG_US[batch]:.0f}" if batch in SGLANG_US and name == "spec_1_full" else "-")))
+        device.synchronize()
+        bad = wrong_items(snapshot(layers[0]), ITEM_WORDS)
+        if bad:
+            print(f"batch {batch}: {len(bad)} wrong items after timing (first {bad[:3]})")
+            return 1
+        del layers, sel
+        xp.get_default_memory_pool().free_all_blocks()
+    print_table(rows, ["variant", "batch", "gpu_us", "floor_us", "floor_pct", "gbps", "sglang_us"])
+    return 0
+
+
+def phase_times_us(kw, next_selection, iters):
+    """Mean GPU microseconds of the gather and of the commit kernel of one speculative call.
+
+    CUDA events before, between and after the two launches of each call; the calls are queued
+    behind the hold kernel, so host overhead stays out.
+    """
+    from ..hisparse.speculative import check_speculative, launch_unchecked
+    from .harness import hold_kernel, hold_ms
+
+    cp = device.xp
+    launch_kw = {k: v for k, v in kw.items() if k != "item_size_bytes"}
+    cfg = check_speculative(**launch_kw, item_size_bytes=kw.get("item_size_bytes"), for_kernel=True)
+
+    def call(between=None):
+        next_selection()
+        launch_unchecked(cfg, **launch_kw, between=between)
+
+    call()                                      # compiles on the first call
+    device.synchronize()
+    t0 = time.perf_counter()
+    call()
+    host_ms = (time.perf_counter() - t0) * 1e3
+    events = []
+    device.synchronize()
+    device.launch(hold_kernel, 1, 1, hold_ms(iters, host_ms))
+    for _ in range(iters):
+        e = (cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Event())
+        e[0].record()
+        call(between=e[1].record)
+        e[2].record()
+        events.append(e)
+    device.synchronize()
+    gather = sum(cp.cuda.get_elapsed_time(a, b) for a, b, _ in events) / iters
+    commit = sum(cp.cuda.get_elapsed_time(b, c) for _, b, c in events) / iters
+    return gather * 1e3, commit * 1e3
+
+
+def _lru_variant(batch, sel, calls, positions):
+    """Four single-step LRU calls per speculative call (None if the single-step API differs).
+
+    The first call goes through the public launcher (validation); timed calls launch the kernel
+    on pre-converted arguments, since validation copies rows to the host and would serialise.
+    """
+    from ..hisparse import swap_in as si
+    xp = device.xp
+    kw = make_spec_problem(batch=batch, steps=NUM_STEPS, top_k=TOP_K, hot=HOT, tail=PAGE,
+                           item_words=ITEM_WORDS, scratch_capacity=SCRATCH, max_positions=positions)
+    n = kw["device_buffer_tokens"].shape[0]
+    lru = xp.tile(xp.arange(HOT, dtype=xp.int16), (n, 1))
+    out = xp.zeros((batch, TOP_K), dtype=xp.int32)
+    seq = xp.full(batch, positions, dtype=xp.int32)
+    step_tokens = xp.zeros((batch, TOP_K), dtype=xp.int32)
+    counter = {"i": 0}
+
+    num_real = xp.asarray(np.array([batch], np.int32))
+    args = si.swap_in_args(False, step_tokens, kw["device_buffer_tokens"], kw["host_cache_locs"],
+                           kw["device_buffer_locs"], kw["host_cache"], kw["device_buffer"], out,
+                           kw["req_pool_indices"], seq, lru, num_real, None, None, None, 8 * ITEM_WORDS)
+
+    def fn():
+        i = counter["i"] = (counter["i"] + 1) % calls
+        for s in range(NUM_STEPS):
+            step_tokens[...] = sel[i, :, s]
+            si.launch_prepared(batch, TOP_K, HOT, 1024, False, False, args)
+
+    try:
+        step_tokens[...] = sel[0, :, 0]
+        si.load_cache_to_device_buffer_mla(
+            top_k_tokens=step_tokens, device_buffer_tokens=kw["device_buffer_tokens"],
+            host_cache_locs=kw["host_cache_locs"], device_buffer_locs=kw["device_buffer_locs"],
+            host_cache=kw["host_cache"], device_buffer=kw["device_buffer"], top_k_device_locs=out,
+            req_pool_indices=kw["req_pool_indices"], seq_lens=seq, lru_slots=lru,
+            num_real_reqs=num_real, item_size_bytes=8 * ITEM_WORDS, num_top_k=TOP_K,
+            hot_buffer_size=HOT, block_size=1024)
+        fn()
+        device.synchronize()
+    except Exception as e:  # noqa: BLE001 - the comparison row is optional
+        print(f"lru_1_full skipped: {type(e).__name__}: {e}")
+        return None
+    return fn

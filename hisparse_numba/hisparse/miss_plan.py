@@ -1,0 +1,30 @@
+"""Sizing and allocating the speculative miss plan (the fix that lesson 01 teaches).
+
+A speculative call resolves ``steps * top_k`` occurrences per request. In the worst case every
+occurrence is a distinct token that is neither hot nor in the active tail, so a request can have
+``steps * top_k`` unique misses, and the plan (one ``(src, dst)`` pair per unique miss, indexed by
+its unique-miss number) needs that many columns per row. A single-step plan has only ``top_k``.
+"""
+
+from __future__ import annotations
+
+from .. import device
+
+
+def miss_plan_capacity(num_steps: int, num_top_k: int) -> int:
+    """Columns a speculative miss plan needs per batch row: ``num_steps * num_top_k``."""
+    return int(num_steps) * int(num_top_k)
+
+
+def alloc_miss_plan(batch: int, num_steps: int, num_top_k: int):
+    """``(miss_src, miss_dst, miss_count)`` for ``batch`` rows (count the CUDA-graph padding rows).
+
+    miss_src ``[batch, steps * top_k]`` int64 and miss_dst ``[batch, steps * top_k]`` int32 (same
+    row stride), both filled with -1 so that an unwritten entry is recognisable; miss_count
+    ``[batch]`` int32 zeros. Device arrays.
+    """
+    xp = device.xp
+    cap = miss_plan_capacity(num_steps, num_top_k)
+    return (xp.full((int(batch), cap), -1, dtype=xp.int64),
+            xp.full((int(batch), cap), -1, dtype=xp.int32),
+            xp.zeros(int(batch), dtype=xp.int32))

@@ -1,0 +1,494 @@
+"""The persistent state of the speculative (multi-step) HiSparse swap-in, and its initialiser.
+
+``HiSparseSpecState`` keeps sglang's four tensors and their layout, so that every index here maps
+1:1 to sglang's ``hisparse_spec.cuh``. With ``n`` request slots, hot size ``H``, ``T = steps * top_k``
+occurrences per request and a power-of-two ``hash_size``:
+
+``cache_index`` ``[n, 2, hash_size]`` int64
+    Two hash banks per request mapping token -> hot slot. An entry packs ``(slot << 32) | token``;
+    ``-1`` is empty and ``-2`` a deleted tombstone (any negative entry is free). Bank 0 is indexed
+    by ``h0(token)`` (Knuth multiplicative), bank 1 by ``h1(token)`` (a murmur-style finaliser).
+    The hash is a *hint*: a lookup trusts an entry only if ``device_buffer_tokens[slot] == token``.
+``cache_policy`` ``[n + 1, H]`` int32 (its width *defines* H)
+    Row 0, column ``rid``: the packed CLOCK state of request ``rid``, ``(epoch << CURSOR_BITS) |
+    cursor`` read as a uint32 (``CURSOR_BITS = ceil(log2 H)``, at most 23 epoch bits). Row
+    ``rid + 1``: the reference epoch of each of the H hot slots.
+``scratch_locs`` ``[n, capacity]`` int32
+    Physical device locations owned by the request that serve as the landing zone for misses
+    (-1 = none). Promotion swaps them with hot-slot locations.
+``scratch_state`` ``[n + 1, W]`` int32, ``W >= max(4n, 5T)``, even row stride
+    Row 0 holds four counter banks of ``n`` entries: last unique-miss count, work count (unique
+    misses of the running call), union-hit count (distinct hot slots referenced by the running
+    call) and the scratch generation (bits 0-30; bit 31 = HASH_DEGRADED, sticky until the request
+    is initialised again). Row ``rid + 1`` is the per-call miss metadata, seen as int64 words:
+    ``T`` scratch-table entries ``(sigma << 32) | token``, then ``T`` index entries
+    ``(sigma << 32) | unique_idx`` (or ``| device_loc`` for direct-overflow misses), then ``T`` int32
+    compact entries (table position in bits 0-12, claim bit 29, admit bit 30). ``sigma`` is the
+    call's scratch epoch, so entries of earlier calls are invisible without clearing the row.
+
+Deterministic hash inserts (this project's definition; sglang lets atomics race): the entries to
+insert (in a fixed item order) first try bank 0, then bank 1, each in one round where a bucket
+that is free *before* the round goes to the largest competing entry (``atomic.max``); whatever is
+left is cuckoo-inserted one by one in item order by thread 0 (at most ``MAX_KICKS`` displacements,
+alternating banks; a failure drops the displaced entry and sets HASH_DEGRADED, after which
+lookups fall back to a linear scan of the H slots).
+
+``initialize_hisparse_spec_state`` launch geometry: one block of ``INIT_THREADS`` per entry of
+``req_pool_indices``; the block clears the request's banks, reference epochs, metadata row, CLOCK
+state and counters, then inserts every hot slot ``s < H`` holding a token ``>= 0`` (items in slot
+order).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import device
+from ..checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
+from ..device import cuda
+
+MAX_OCCURRENCES = 8192  # compact entries keep the table position in 13 bits
+COMPACT_POS_MASK = 0x1FFF
+CLAIM_BIT = 1 << 29
+ADMIT_BIT = 1 << 30
+HASH_DEGRADED = 1 << 31
+MAX_KICKS = 64
+CLOCK_VICTIM_SAMPLES = 6
+MAX_HOT_BUFFER_SIZE = 32768
+COUNT_LAST, COUNT_WORK, COUNT_UNION, COUNT_GEN = 0, 1, 2, 3
+INIT_THREADS = 256
+KNUTH = 2654435761
+MASK32 = 0xFFFFFFFF
+
+
+class HiSparseSpecState(NamedTuple):
+    """The four per-layer state tensors of the speculative swap-in (module docstring: layout)."""
+
+    cache_index: object
+    cache_policy: object
+    scratch_locs: object
+    scratch_state: object
+
+
+# ---------------------------------------------------------------------------------------------
+# Small pure functions, used by the references and (compiled) by the kernels.
+
+def cursor_bits(hot_buffer_size: int) -> int:
+    return max(1, (int(hot_buffer_size) - 1).bit_length())
+
+
+def epoch_bits(hot_buffer_size: int) -> int:
+    return min(23, 32 - cursor_bits(hot_buffer_size))
+
+
+def hash_size_for(hot_buffer_size: int) -> int:
+    """The usual bank size: the next power of two >= 2H (8192 for H = 4096)."""
+    return 1 << (2 * int(hot_buffer_size) - 1).bit_length()
+
+
+def metadata_width(num_requests: int, num_steps: int, num_top_k: int) -> int:
+    w = max(4 * int(num_requests), 5 * int(num_steps) * int(num_top_k))
+    return w + (w & 1)
+
+
+def default_scratch_capacity(hot_buffer_size: int, num_steps: int, num_top_k: int) -> int:
+    """sglang's coordinator choice: ``min(T, max(1024, T - H))``; always >= T - H."""
+    t = int(num_steps) * int(num_top_k)
+    return min(t, max(1024, t - int(hot_buffer_size)))
+
+
+def h0(token, mask):
+    """Bank 0: Knuth's multiplicative hash (tokens < 2^31, so the int64 product cannot overflow)."""
+    return ((np.int64(token) * 2654435761) & 0xFFFFFFFF) & mask
+
+
+def h1(token, mask):
+    """Bank 1: a murmur-style finaliser (multipliers < 2^27 keep the int64 products exact)."""
+    x = np.int64(token) & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = (x >> 16) ^ x
+    return x & mask
+
+
+def next_epoch(packed, cbits, ebits):
+    """This call's cache epoch E: the stored epoch + 1, wrapped to ``ebits`` bits, never 0."""
+    e = ((packed & 0xFFFFFFFF) >> cbits) + 1
+    if e >= (1 << ebits):
+        e = 1
+    return e
+
+
+def pack_clock(epoch, cursor, cbits):
+    """``(epoch << cbits) | cursor`` as the int32 value that holds those 32 bits."""
+    p = (epoch << cbits) | cursor
+    if p >= 0x80000000:
+        p -= 0x100000000
+    return p
+
+
+def next_sigma(gen):
+    """This call's scratch epoch: the generation's low 31 bits + 1, wrapping to 1."""
+    s = (gen & 0x7FFFFFFF) + 1
+    if s > 0x7FFFFFFF:
+        s = 1
+    return s
+
+
+def pack_generation(sigma, degraded):
+    return sigma - 0x80000000 if degraded else sigma
+
+
+h0_dev = cuda.jit(device=True, inline=True)(h0)
+h1_dev = cuda.jit(device=True, inline=True)(h1)
+next_epoch_dev = cuda.jit(device=True, inline=True)(next_epoch)
+pack_clock_dev = cuda.jit(device=True, inline=True)(pack_clock)
+next_sigma_dev = cuda.jit(device=True, inline=True)(next_sigma)
+pack_generation_dev = cuda.jit(device=True, inline=True)(pack_generation)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hash inserts: the reference.
+
+def hash_lookup_reference(bank0, bank1, dbt_row, token, hot, degraded):
+    """Hot slot holding ``token`` (fast path, bank 0, bank 1, linear scan if degraded) or -1."""
+    if token < hot and dbt_row[token] == token:
+        return token
+    mask = bank0.shape[0] - 1
+    for bank, b in ((bank0, h0(token, mask)), (bank1, h1(token, mask))):
+        e = int(bank[b])
+        if e >= 0 and (e & MASK32) == token:
+            slot = e >> 32
+            if slot < hot and dbt_row[slot] == token:
+                return slot
+    if degraded:
+        hits = np.flatnonzero(dbt_row[:hot] == token)
+        if hits.size:
+            return int(hits[0])
+    return -1
+
+
+def hash_erase_reference(bank0, bank1, token, slot) -> None:
+    mask = bank0.shape[0] - 1
+    e = (slot << 32) | token
+    if bank0[h0(token, mask)] == e:
+        bank0[h0(token, mask)] = -2
+    elif bank1[h1(token, mask)] == e:
+        bank1[h1(token, mask)] = -2
+
+
+def hash_insert_reference(bank0, bank1, entries) -> bool:
+    """Insert ``entries`` (packed, in item order) by the rounds of the module docstring.
+
+    Returns True when the hash degraded (some entry could not be placed).
+    """
+    mask = bank0.shape[0] - 1
+    pending = list(entries)
+    for bank, hfun in ((bank0, h0), (bank1, h1)):
+        best = {}
+        for e in pending:
+            b = hfun(e & MASK32, mask)
+            if bank[b] < 0:
+                best[b] = max(best.get(b, -1), e)
+        for b, e in best.items():
+            bank[b] = e
+        pending = [e for e in pending if bank[hfun(e & MASK32, mask)] != e]
+    degraded = False
+    for e in pending:
+        degraded |= not _cuckoo_reference(bank0, bank1, e, mask)
+    return degraded
+
+
+def _cuckoo_reference(bank0, bank1, e, mask) -> bool:
+    for kick in range(MAX_KICKS):
+        tok = e & MASK32
+        b0, b1 = h0(tok, mask), h1(tok, mask)
+        if bank0[b0] < 0:
+            bank0[b0] = e
+            return True
+        if bank1[b1] < 0:
+            bank1[b1] = e
+            return True
+        if kick % 2 == 0:
+            e, bank0[b0] = int(bank0[b0]), e
+        else:
+            e, bank1[b1] = int(bank1[b1]), e
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Hash inserts: device functions (every thread of the block calls them together).
+
+@cuda.jit(device=True, inline=True)
+def hash_lookup_dev(cache_index, rid, dbt, token, hot, degraded):
+    if token < hot:
+        if dbt[rid, token] == token:
+            return token
+    mask = cache_index.shape[2] - 1
+    e = cache_index[rid, 0, h0_dev(token, mask)]
+    if e >= 0 and (e & 0xFFFFFFFF) == token:
+        slot = e >> 32
+        if slot < hot:
+            if dbt[rid, slot] == token:
+                return slot
+    e = cache_index[rid, 1, h1_dev(token, mask)]
+    if e >= 0 and (e & 0xFFFFFFFF) == token:
+        slot = e >> 32
+        if slot < hot:
+            if dbt[rid, slot] == token:
+                return slot
+    if degraded:
+        for s in range(hot):
+            if dbt[rid, s] == token:
+                return s
+    return -1
+
+
+@cuda.jit(device=True, inline=True)
+def hash_erase_dev(cache_index, rid, token, slot):
+    mask = cache_index.shape[2] - 1
+    e = (slot << 32) | token
+    b0 = h0_dev(token, mask)
+    if cache_index[rid, 0, b0] == e:
+        cache_index[rid, 0, b0] = -2
+    else:
+        b1 = h1_dev(token, mask)
+        if cache_index[rid, 1, b1] == e:
+            cache_index[rid, 1, b1] = -2
+
+
+@cuda.jit(device=True, inline=True)
+def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, tid, nthreads):
+    """Insert ``(slots[i] << 32) | dbt[rid, slots[i]]`` for every ``i < n_items`` with
+    ``slots[i] >= 0`` (rounds of the module docstring). ``pend`` is a scratch shared array of
+    ``n_items``; ``flag[0]`` is set to 1 by thread 0 when the hash degrades."""
+    mask = cache_index.shape[2] - 1
+    i = tid
+    while i < n_items:
+        pend[i] = 1 if slots[i] >= 0 else 0
+        i += nthreads
+    cuda.syncthreads()
+    for bank in range(2):
+        # snapshot: which pending entries see a free bucket before anyone writes
+        i = tid
+        while i < n_items:
+            if pend[i] == 1:
+                s = np.int64(slots[i])
+                tok = np.int64(dbt[rid, s])
+                b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
+                pend[i] = 2 if cache_index[rid, bank, b] < 0 else 1
+            i += nthreads
+        cuda.syncthreads()
+        i = tid
+        while i < n_items:
+            if pend[i] == 2:
+                s = np.int64(slots[i])
+                tok = np.int64(dbt[rid, s])
+                b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
+                cuda.atomic.max(cache_index, (rid, bank, b), (s << 32) | tok)
+            i += nthreads
+        cuda.syncthreads()
+        i = tid
+        while i < n_items:
+            if pend[i] == 2:
+                s = np.int64(slots[i])
+                tok = np.int64(dbt[rid, s])
+                b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
+                pend[i] = 0 if cache_index[rid, bank, b] == ((s << 32) | tok) else 1
+            i += nthreads
+        cuda.syncthreads()
+    if tid == 0:
+        for i in range(n_items):
+            if pend[i] != 0:
+                s = np.int64(slots[i])
+                e = (s << 32) | np.int64(dbt[rid, s])
+                placed = False
+                for kick in range(MAX_KICKS):
+                    tok = e & 0xFFFFFFFF
+                    b0 = h0_dev(tok, mask)
+                    b1 = h1_dev(tok, mask)
+                    if cache_index[rid, 0, b0] < 0:
+                        cache_index[rid, 0, b0] = e
+                        placed = True
+                        break
+                    if cache_index[rid, 1, b1] < 0:
+                        cache_index[rid, 1, b1] = e
+                        placed = True
+                        break
+                    if kick % 2 == 0:
+                        old = cache_index[rid, 0, b0]
+                        cache_index[rid, 0, b0] = e
+                    else:
+                        old = cache_index[rid, 1, b1]
+                        cache_index[rid, 1, b1] = e
+                    e = old
+                if not placed:
+                    flag[0] = 1
+    cuda.syncthreads()
+
+
+# ---------------------------------------------------------------------------------------------
+# Allocation and validation.
+
+def make_hisparse_spec_state(num_requests, hot_buffer_size, num_steps, num_top_k,
+                             scratch_capacity=None) -> HiSparseSpecState:
+    """Allocate a state with the documented shapes (device arrays).
+
+    ``cache_index`` all -1; ``cache_policy`` zeros; ``scratch_locs`` all -1 (assign each request
+    its physical landing zone before use); ``scratch_state`` row 0 zeros and the metadata rows -1.
+    ``scratch_capacity`` defaults to ``min(T, max(1024, T - H))``. Call
+    ``initialize_hisparse_spec_state`` for each request once its hot slots are filled.
+    """
+    n, hot = int(num_requests), int(hot_buffer_size)
+    if n <= 0 or hot < 2 or n > hot:
+        fail(f"make_hisparse_spec_state needs 0 < num_requests <= hot_buffer_size and "
+             f"hot_buffer_size >= 2, got num_requests={n}, hot_buffer_size={hot}")
+    cap = default_scratch_capacity(hot, num_steps, num_top_k) if scratch_capacity is None \
+        else int(scratch_capacity)
+    xp = device.xp
+    scratch_state = xp.full((n + 1, metadata_width(n, num_steps, num_top_k)), -1, dtype=xp.int32)
+    scratch_state[0] = 0
+    return HiSparseSpecState(
+        cache_index=xp.full((n, 2, hash_size_for(hot)), -1, dtype=xp.int64),
+        cache_policy=xp.zeros((n + 1, hot), dtype=xp.int32),
+        scratch_locs=xp.full((n, cap), -1, dtype=xp.int32),
+        scratch_state=scratch_state,
+    )
+
+
+def check_state(state, *, num_occurrences=None) -> tuple:
+    """Structural checks of a ``HiSparseSpecState`` (spec section 3.6).
+
+    Returns ``(num_request_slots, hot_buffer_size, hash_size, scratch_capacity)``.
+    """
+    if not isinstance(state, HiSparseSpecState):
+        fail(f"state must be a HiSparseSpecState, got {type(state).__name__}")
+    ci, cp, sl, ss = state
+    check_ndim("state.scratch_locs", sl, 2, "[num_requests, capacity]")
+    check_dtype("state.scratch_locs", sl, np.int32)
+    n, cap = int(sl.shape[0]), int(sl.shape[1])
+    if n <= 0 or cap <= 0:
+        fail(f"state.scratch_locs must have shape [num_requests > 0, capacity > 0], got shape {tuple(sl.shape)}")
+    check_dtype("state.cache_index", ci, np.int64)
+    if ci.ndim != 3 or ci.shape[1] != 2:
+        fail(f"state.cache_index must have shape [num_requests, 2, hash_size], got shape {tuple(ci.shape)}")
+    hs = int(ci.shape[2])
+    if hs <= 0 or hs & (hs - 1):
+        fail(f"state.cache_index hash_size must be a power of two, got {hs}")
+    if ci.shape[0] < n:
+        fail(f"state.cache_index has {ci.shape[0]} request rows, fewer than scratch_locs ({n})")
+    check_dtype("state.cache_policy", cp, np.int32)
+    if cp.ndim != 2 or cp.shape[0] < n + 1:
+        fail(f"state.cache_policy must have shape [num_requests + 1, hot_buffer_size] "
+             f"(one CLOCK control row and one reference-epoch row per request), "
+             f"got shape {tuple(cp.shape)} for {n} requests")
+    hot = int(cp.shape[1])
+    if hot < 2 or hot > MAX_HOT_BUFFER_SIZE:
+        fail(f"hot_buffer_size (state.cache_policy width) must be in [2, {MAX_HOT_BUFFER_SIZE}], got {hot}")
+    if n > hot:
+        fail(f"state has {n} request slots but the CLOCK control row holds only "
+             f"hot_buffer_size={hot} columns")
+    check_dtype("state.scratch_state", ss, np.int32)
+    need = max(4 * n, 5 * (num_occurrences or 0))
+    if ss.ndim != 2 or ss.shape[0] < n + 1 or ss.shape[1] < need:
+        fail(f"state.scratch_state must have shape [num_requests + 1, >= {need}] (one counter row "
+             f"and one miss-metadata row per request), got shape {tuple(ss.shape)}")
+    if row_stride(ss) % 2:
+        fail(f"state.scratch_state row stride must be even (64-bit aligned metadata), got {row_stride(ss)} elements")
+    for name, a in (("cache_index", ci), ("cache_policy", cp), ("scratch_locs", sl),
+                    ("scratch_state", ss)):
+        check_inner_contiguous(f"state.{name}", a)
+    if ci.ndim == 3 and (ci.strides[1] != hs * 8):
+        fail("state.cache_index banks must be contiguous ([..., 2, hash_size] dense)")
+    return n, hot, hs, cap
+
+
+def _check_initialize(device_buffer_tokens, req_pool_indices, state):
+    n, hot, hs, cap = check_state(state)
+    check_ndim("device_buffer_tokens", device_buffer_tokens, 2, "[num_requests, H + tail]")
+    check_dtype("device_buffer_tokens", device_buffer_tokens, np.int32)
+    check_inner_contiguous("device_buffer_tokens", device_buffer_tokens)
+    if device_buffer_tokens.shape[1] < hot or device_buffer_tokens.shape[0] < n:
+        fail(f"device_buffer_tokens must have shape [>= {n}, >= {hot}], got shape {tuple(device_buffer_tokens.shape)}")
+    check_ndim("req_pool_indices", req_pool_indices, 1, "[batch]")
+    check_dtype("req_pool_indices", req_pool_indices, np.int64)
+    return n, hot, hs, cap
+
+
+# ---------------------------------------------------------------------------------------------
+# initialize_hisparse_spec_state
+
+def _reset_request_reference(dbt, state, rid, hot) -> None:
+    ci, cp, _, ss = state
+    n = state.scratch_locs.shape[0]
+    ci[rid] = -1
+    cp[rid + 1, :hot] = 0
+    ss[rid + 1, :] = 0
+    cp[0, rid] = 0
+    for bank in range(4):
+        ss[0, bank * n + rid] = 0
+    tokens = dbt[rid, :hot]
+    entries = [(int(s) << 32) | int(tokens[s]) for s in range(hot) if tokens[s] >= 0]
+    if hash_insert_reference(ci[rid, 0], ci[rid, 1], entries):
+        ss[0, COUNT_GEN * n + rid] = pack_generation(0, True)
+
+
+def initialize_hisparse_spec_state_reference(*, device_buffer_tokens, req_pool_indices, state) -> None:
+    """NumPy oracle of ``initialize_hisparse_spec_state`` (same keywords; mutates ``state``)."""
+    _, hot, _, _ = _check_initialize(device_buffer_tokens, req_pool_indices, state)
+    for rid in np.asarray(req_pool_indices):
+        _reset_request_reference(device_buffer_tokens, state, int(rid), hot)
+
+
+@functools.cache
+def _init_kernel(hot: int):
+    @cuda.jit
+    def initialize_kernel(dbt, req_pool_indices, cache_index, cache_policy, scratch_state, n):
+        tid = cuda.threadIdx.x
+        nthreads = cuda.blockDim.x
+        rid = req_pool_indices[cuda.blockIdx.x]
+        slots = cuda.shared.array(hot, np.int16)
+        pend = cuda.shared.array(hot, np.int16)
+        flag = cuda.shared.array(1, np.int32)
+        hs = cache_index.shape[2]
+        i = tid
+        while i < 2 * hs:
+            cache_index[rid, i // hs, i % hs] = -1
+            i += nthreads
+        i = tid
+        while i < hot:
+            cache_policy[rid + 1, i] = 0
+            slots[i] = i if dbt[rid, i] >= 0 else -1
+            i += nthreads
+        i = tid
+        while i < scratch_state.shape[1]:
+            scratch_state[rid + 1, i] = 0
+            i += nthreads
+        if tid == 0:
+            flag[0] = 0
+            cache_policy[0, rid] = 0
+            for bank in range(4):
+                scratch_state[0, bank * n + rid] = 0
+        cuda.syncthreads()
+        hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, tid, nthreads)
+        if tid == 0 and flag[0] != 0:
+            scratch_state[0, 3 * n + rid] = pack_generation_dev(0, True)
+
+    return initialize_kernel
+
+
+def initialize_hisparse_spec_state(*, device_buffer_tokens, req_pool_indices, state) -> None:
+    """Reset the state of every request in ``req_pool_indices`` and index its hot slots.
+
+    device_buffer_tokens: ``[>= n, >= H]`` int32 (slot -> token, -1 = empty).
+    req_pool_indices: ``[k]`` int64 request slots (distinct). state: ``HiSparseSpecState``.
+    """
+    n, hot, _, _ = _check_initialize(device_buffer_tokens, req_pool_indices, state)
+    k = int(req_pool_indices.shape[0])
+    if k == 0:
+        return
+    device.launch(_init_kernel(hot), k, INIT_THREADS, device_buffer_tokens, req_pool_indices,
+                  state.cache_index, state.cache_policy, state.scratch_state, n)

@@ -1,0 +1,853 @@
+"""Speculative (multi-step) HiSparse swap-in: ``load_cache_to_device_buffer_spec_mla``.
+
+Speculative decoding produces ``steps`` top-k selections per request (one per draft/verify row,
+each with its own sequence length). This launcher resolves all ``T = steps * top_k`` occurrences
+of a request in one launch pair and writes one physical device location per occurrence into
+``top_k_device_locs[batch, steps, top_k]``. State layout: ``spec_state.py``.
+
+Per occurrence ``occ = step * top_k + k`` of a real row (``b < num_real_reqs[0]``), in order:
+
+1. token < 0 or token >= ``seq_lens[b * steps + step]``: output -1.
+2. Active tail: if token >= seq_len - tail (tail = row width - H), the first tail column
+   ``c in [H, H + tail)`` with ``device_buffer_tokens == token`` and a location >= 0 serves it.
+   No host IO, no state change: this is how draft tokens that are not backed up are served.
+3. Hot lookup: positional fast path (``token < H`` and slot ``token`` holds it), bank 0, bank 1,
+   and a linear scan of the H slots once the request's hash is HASH_DEGRADED. A hit outputs the
+   slot's location and stamps the slot's reference epoch with this call's epoch E; the number of
+   distinct stamped slots is the union-hit count.
+4. Miss: ``host_cache_locs[rid, token] < 0`` gives -1. Otherwise the token is a *unique miss*,
+   deduplicated across all steps: every occurrence of it gets the same location.
+
+Deterministic choices (sglang decides these by atomic races; here they are defined, and the
+reference follows the same definitions, so kernel == reference on every output and state array):
+
+* Unique-miss numbering: ``unique_idx`` = rank of the token's *first occurrence* among the first
+  occurrences of all missed tokens, in occurrence order (block-wide prefix scan).
+* Scratch table: an *ordered* linear-probing set (Amble & Knuth): along a probe run, tokens are
+  kept in decreasing order, and an insert displaces smaller tokens. Its final layout depends only
+  on the set of tokens, not on the order the threads inserted them (lock-free with CAS,
+  as in Shun & Blelloch's deterministic hash tables). Home position: ``Knuth(token) mod T``.
+* Misses with ``unique_idx < capacity`` land in ``scratch_locs[rid, unique_idx]`` (copied once,
+  in the gather launch); the others are *direct-overflow* misses, resolved in commit.
+* Victims (commit): the misses that need a hot slot, in ``unique_idx`` order with ordinal ``i`` of
+  ``mv``, first sample the CLOCK ring at offsets ``i + j * mv < H`` (``j < 6``) from the cursor
+  (disjoint per miss), skipping slots stamped E and taking the oldest ``(E - ref) mod 2^bits``
+  (first on ties). The ones left without a victim take, in ordinal order, the slots not stamped E
+  in ring order from the cursor (prefix scans over both lists).
+* Approximate-mode admission: last-step misses with ``unique_idx < capacity`` are claimed; the
+  first ``budget`` of them in ``unique_idx`` order are admitted.
+* Hash inserts: rounds in ordinal order (``spec_state.py`` docstring).
+
+Commit, per real request: ``union mode`` when ``misses + union_hits <= H`` (every scratch miss
+with a location is promoted), else the *approximate mode* (if there is no overflow all reference
+epochs are cleared to 0; last-step hits are re-stamped E; only admitted misses are promoted;
+budget = H, or ``max(0, H - union_hits - overflow)`` with overflow). Promotion swaps locations: the
+victim slot takes the scratch location (bytes already there) and the scratch entry takes the
+victim's old location (zero copy). A direct-overflow miss takes its victim in place: the item is
+copied from host into the victim's location, which all of its occurrences then output (-1 when no
+victim was found). An application needs a victim whose location is >= 0. The victim's old token
+is erased from the hash, the new one inserted. Finally the CLOCK cursor advances by
+``min(misses, H)``, the epoch becomes E, the generation sigma, and the counters are reset.
+
+Padded rows (``b >= num_real_reqs[0]``) output 0 everywhere and ``miss_count[b] = 0``; nothing else.
+
+Miss plan (optional): ``miss_src[b, u], miss_dst[b, u]`` = host location and device location of
+unique miss ``u`` for every miss that was copied (scratch location >= 0, or a resolved direct
+overflow); other entries are left untouched. ``miss_count[b]`` = number of unique misses.
+
+Launch geometry: gather, grid ``(batch,)`` x ``threads`` (1024 for T = 8192): a thread owns a
+contiguous run of ``ceil(T / threads)`` occurrences; after classification and deduplication a
+warp copies one unique miss at a time (``itemcopy.copy_item``). Commit, grid ``(batch,)`` x
+``threads``, one block per request (padded rows return at once).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import device
+from ..checks import (check_dtype, check_inner_contiguous, check_item_copy, check_miss_plan,
+                      check_ndim, fail, row_stride)
+from ..device import cuda, jit_kernel
+from ..blockscan import block_exclusive_scan
+from ..itemcopy import copy_item
+from .spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
+                         COUNT_LAST, COUNT_UNION, COUNT_WORK, KNUTH, MASK32, MAX_OCCURRENCES,
+                         check_state, cursor_bits, epoch_bits, hash_erase_dev, hash_erase_reference,
+                         hash_insert_dev, hash_insert_reference, hash_lookup_dev,
+                         hash_lookup_reference, next_epoch, next_epoch_dev, next_sigma,
+                         next_sigma_dev, pack_clock, pack_generation)
+
+LANES = 32
+MAX_THREADS = 1024
+UNRESOLVED = MASK32
+
+
+def steps_message(num_steps) -> str:
+    return f"HiSparse speculative swap requires 2-4 steps, got {num_steps}."
+
+
+def plan_shape_message(plan_capacity) -> str:
+    return (f"speculative miss_src/miss_dst must have shape [batch, >= steps * top_k] "
+            f"(capacity {plan_capacity}).")
+
+
+COUNT_MESSAGE = "speculative miss_count must have shape [batch]."
+
+
+class SpecConfig(NamedTuple):
+    batch: int
+    steps: int
+    top_k: int
+    hot: int
+    tail: int
+    num_requests: int
+    capacity: int
+    item_size_bytes: int
+    record: bool
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation (launcher and reference)
+
+def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                      host_cache, device_buffer, top_k_device_locs, req_pool_indices, seq_lens,
+                      state, num_real_reqs, miss_src, miss_dst, miss_count,
+                      item_size_bytes, for_kernel: bool = False) -> SpecConfig:
+    """Every check of the launcher, before anything is launched or written (ValueError).
+
+    ``for_kernel`` adds the memory-kind checks of a GPU launch (mapped host pool, device
+    buffers); the NumPy reference takes host arrays in both worlds.
+    """
+    if getattr(top_k_tokens, "ndim", 0) != 3:
+        fail(f"speculative top_k_tokens must have shape [batch, steps, top_k], got shape "
+             f"{tuple(getattr(top_k_tokens, 'shape', ()))}")
+    batch, steps, top_k = (int(x) for x in top_k_tokens.shape)
+    if not 2 <= steps <= 4:
+        fail(steps_message(steps))
+    t = steps * top_k
+    record = check_miss_plan(miss_src, miss_dst, miss_count, batch=batch, capacity=t,
+                             shape_message=plan_shape_message(t), count_message=COUNT_MESSAGE)
+    if top_k <= 0 or t > MAX_OCCURRENCES:
+        fail(f"speculative swap needs 0 < steps * top_k <= {MAX_OCCURRENCES}, got {steps} * {top_k}")
+    n, hot, _, cap = check_state(state, num_occurrences=t)
+    if not state.scratch_state.flags.c_contiguous:
+        fail("state.scratch_state must be C-contiguous (its metadata rows are read as int64 words)")
+    check_dtype("top_k_tokens", top_k_tokens, np.int32)
+    check_ndim("top_k_device_locs", top_k_device_locs, 3, f"[batch, steps, top_k] = [{batch}, {steps}, {top_k}]")
+    check_dtype("top_k_device_locs", top_k_device_locs, np.int32)
+    if tuple(top_k_device_locs.shape) != (batch, steps, top_k):
+        fail(f"top_k_device_locs must have shape [batch, steps, top_k] = [{batch}, {steps}, {top_k}], "
+             f"got shape {tuple(top_k_device_locs.shape)}")
+    for name, a in (("top_k_tokens", top_k_tokens), ("top_k_device_locs", top_k_device_locs)):
+        if a.strides[2] != 4 or a.strides[1] != 4 * top_k:
+            fail(f"{name} rows must be dense over (steps, top_k), got strides {tuple(a.strides)} bytes")
+    for name, a in (("device_buffer_tokens", device_buffer_tokens), ("device_buffer_locs", device_buffer_locs)):
+        check_ndim(name, a, 2, "[num_requests, H + tail]")
+        check_dtype(name, a, np.int32)
+        check_inner_contiguous(name, a)
+        if a.shape[0] < n or a.shape[1] < hot:
+            fail(f"{name} must have shape [>= {n}, >= hot_buffer_size {hot}], got {tuple(a.shape)}")
+    if device_buffer_locs.shape != device_buffer_tokens.shape or \
+            row_stride(device_buffer_locs) != row_stride(device_buffer_tokens):
+        fail(f"device_buffer_locs must have the shape and row stride of device_buffer_tokens, got "
+             f"{tuple(device_buffer_locs.shape)} / {row_stride(device_buffer_locs)} and "
+             f"{tuple(device_buffer_tokens.shape)} / {row_stride(device_buffer_tokens)}")
+    check_ndim("host_cache_locs", host_cache_locs, 2, "[num_requests, max_positions]")
+    check_dtype("host_cache_locs", host_cache_locs, np.int64)
+    if host_cache_locs.shape[0] < n or row_stride(host_cache_locs) != host_cache_locs.shape[1] or \
+            host_cache_locs.shape[1] > 2 ** 31:
+        fail(f"host_cache_locs must be row-contiguous [>= {n}, <= 2^31] int64, got shape "
+             f"{tuple(host_cache_locs.shape)} strides {tuple(host_cache_locs.strides)}")
+    check_ndim("req_pool_indices", req_pool_indices, 1, f"[batch] = [{batch}]")
+    check_dtype("req_pool_indices", req_pool_indices, np.int64)
+    if req_pool_indices.shape[0] != batch or not req_pool_indices.flags.c_contiguous:
+        fail(f"req_pool_indices must have shape [batch] = [{batch}] int64 (contiguous), got {tuple(req_pool_indices.shape)}")
+    check_ndim("seq_lens", seq_lens, 1, f"[batch * steps] = [{batch * steps}]")
+    check_dtype("seq_lens", seq_lens, np.int32)
+    if seq_lens.shape[0] != batch * steps or not seq_lens.flags.c_contiguous:
+        fail(f"seq_lens must have shape [batch * steps] = [{batch * steps}] int32 (one length per "
+             f"step, contiguous), got shape {tuple(seq_lens.shape)}")
+    check_ndim("num_real_reqs", num_real_reqs, 1, "[>= 1]")
+    check_dtype("num_real_reqs", num_real_reqs, np.int32)
+    if num_real_reqs.shape[0] < 1:
+        fail("num_real_reqs must have at least one element")
+    for name, a in (("host_cache", host_cache), ("device_buffer", device_buffer)):
+        if not a.flags.c_contiguous:
+            fail(f"{name} must be C-contiguous, got strides {tuple(a.strides)} bytes")
+    if for_kernel and device.backend() == "cuda":
+        if not device.is_mapped(host_cache):
+            fail("host_cache must be device-readable host memory (device.host_cache_array), "
+                 f"got {type(host_cache).__name__}")
+        if not isinstance(device_buffer, device.xp.ndarray):
+            fail(f"device_buffer must be a device array, got {type(device_buffer).__name__}")
+    if item_size_bytes is None:
+        item_size_bytes = int(host_cache.strides[0]) if host_cache.ndim else 0
+    item_size_bytes = int(item_size_bytes)
+    check_item_copy(item_size_bytes, host_cache, device_buffer)
+    return SpecConfig(batch, steps, top_k, hot, int(device_buffer_tokens.shape[1]) - hot, n, cap,
+                      item_size_bytes, record)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference (the oracle)
+
+def table_home(token, t):
+    return int((np.int64(token) * KNUTH) & MASK32) % t
+
+
+def table_insert_reference(table, sigma, token) -> None:
+    """Ordered linear-probing insert (module docstring); entries of other epochs count as empty."""
+    t = table.shape[0]
+    v = (sigma << 32) | token
+    p = table_home(token, t)
+    while True:
+        c = int(table[p])
+        if (c >> 32) != sigma:
+            table[p] = v
+            return
+        if c == v:
+            return
+        if v > c:
+            table[p], v = v, c
+        p = (p + 1) % t
+
+
+def table_find_reference(table, sigma, token) -> int:
+    t = table.shape[0]
+    v = (sigma << 32) | token
+    p = table_home(token, t)
+    for _ in range(t):
+        if table[p] == v:
+            return p
+        p = (p + 1) % t
+    raise AssertionError(f"token {token} not in the scratch table")
+
+
+def _copy_item_reference(host_cache, device_buffer, src, dst, item) -> None:
+    hb = host_cache.reshape(-1).view(np.uint8)
+    db = device_buffer.reshape(-1).view(np.uint8)
+    db[dst * item:(dst + 1) * item] = hb[src * item:(src + 1) * item]
+
+
+def _classify_reference(tok, seq_len, dbt, dbl, hcl_row, cfg, bank0, bank1, degraded):
+    """('invalid'|'tail'|'hot'|'miss'|'unbacked', value): value = location, slot or host loc."""
+    if tok < 0 or tok >= seq_len:
+        return "invalid", -1
+    if cfg.tail > 0 and tok >= seq_len - cfg.tail:
+        for c in range(cfg.hot, cfg.hot + cfg.tail):
+            if dbt[c] == tok and dbl[c] >= 0:
+                return "tail", int(dbl[c])
+    slot = hash_lookup_reference(bank0, bank1, dbt, tok, cfg.hot, degraded)
+    if slot >= 0:
+        return "hot", slot
+    src = int(hcl_row[tok])
+    return ("miss", src) if src >= 0 else ("unbacked", -1)
+
+
+def _request_reference(b, cfg, *, top_k_tokens, device_buffer_tokens, host_cache_locs,
+                       device_buffer_locs, host_cache, device_buffer, top_k_device_locs,
+                       req_pool_indices, seq_lens, state, plan):
+    steps, k_, hot, n, cap = cfg.steps, cfg.top_k, cfg.hot, cfg.num_requests, cfg.capacity
+    t = steps * k_
+    rid = int(req_pool_indices[b])
+    dbt, dbl, hcl_row = device_buffer_tokens[rid], device_buffer_locs[rid], host_cache_locs[rid]
+    bank0, bank1 = state.cache_index[rid, 0], state.cache_index[rid, 1]
+    ref = state.cache_policy[rid + 1]
+    scratch = state.scratch_locs[rid]
+    ss = state.scratch_state
+    meta = ss[rid + 1, :4 * t].view(np.int64)
+    table, index, compact = meta[:t], meta[t:2 * t], ss[rid + 1, 4 * t:5 * t]
+    cbits, ebits = cursor_bits(hot), epoch_bits(hot)
+    packed = int(state.cache_policy[0, rid])
+    e_now = next_epoch(packed, cbits, ebits)
+    cursor = (packed & MASK32) & ((1 << cbits) - 1)
+    gen = int(ss[0, COUNT_GEN * n + rid])
+    degraded = gen < 0
+    sigma = next_sigma(gen)
+    tokens = top_k_tokens[b].reshape(t)
+    out = top_k_device_locs[b].reshape(t)
+
+    # ---- gather: classify every occurrence, deduplicate misses, copy each unique miss once
+    res = np.full(t, -1, dtype=np.int64)
+    union_hits = 0
+    miss_occ = []
+    for occ in range(t):
+        tok = int(tokens[occ])
+        kind, val = _classify_reference(tok, int(seq_lens[b * steps + occ // k_]), dbt, dbl,
+                                        hcl_row, cfg, bank0, bank1, degraded)
+        if kind == "tail":
+            res[occ] = val
+        elif kind == "hot":
+            res[occ] = dbl[val]
+            if ref[val] != e_now:
+                ref[val] = e_now
+                union_hits += 1
+        elif kind == "miss":
+            miss_occ.append(occ)
+            table_insert_reference(table, sigma, tok)
+    uidx = {}
+    for occ in miss_occ:
+        tok = int(tokens[occ])
+        if tok not in uidx:
+            u = uidx[tok] = len(uidx)
+            p = table_find_reference(table, sigma, tok)
+            index[p] = (sigma << 32) | u
+            compact[u] = p
+    m = len(uidx)
+    for occ in miss_occ:
+        u = uidx[int(tokens[occ])]
+        res[occ] = scratch[u] if u < cap else -2 - u
+    for tok, u in uidx.items():
+        if u < cap and scratch[u] >= 0:
+            src = int(hcl_row[tok])
+            _copy_item_reference(host_cache, device_buffer, src, int(scratch[u]), cfg.item_size_bytes)
+            if plan is not None:
+                plan[0][b, u], plan[1][b, u] = src, scratch[u]
+
+    # ---- commit: mode, admission, victims, promotion, hash, overflow fix-up
+    overflow = m > cap
+    n_over = m - cap if overflow else 0
+    union_mode = m + union_hits <= hot
+    if not union_mode:
+        if not overflow:
+            ref[:hot] = 0
+        claimed = set()
+        for occ in range((steps - 1) * k_, t):
+            tok = int(tokens[occ])
+            kind, val = _classify_reference(tok, int(seq_lens[b * steps + steps - 1]), dbt, dbl,
+                                            hcl_row, cfg, bank0, bank1, degraded)
+            if kind == "hot":
+                ref[val] = e_now
+            elif kind == "miss" and uidx[tok] < cap:
+                claimed.add(uidx[tok])
+        budget = hot if not overflow else max(0, hot - union_hits - n_over)
+        for ordinal, u in enumerate(sorted(claimed)):
+            compact[u] |= CLAIM_BIT | (ADMIT_BIT if ordinal < budget else 0)
+
+    def needs_victim(u):
+        if u >= cap:
+            return True
+        return scratch[u] >= 0 and (union_mode or (compact[u] & ADMIT_BIT) != 0)
+
+    need = [u for u in range(m) if needs_victim(u)]
+    mv = len(need)
+    emask = (1 << ebits) - 1
+    victims = [-1] * mv
+    for i in range(mv):
+        best, best_age = -1, -1
+        for j in range(CLOCK_VICTIM_SAMPLES):
+            o = i + j * mv
+            if o >= hot:
+                break
+            slot = (cursor + o) % hot
+            if ref[slot] != e_now:
+                age = (e_now - int(ref[slot])) & emask
+                if age > best_age:
+                    best, best_age = slot, age
+        victims[i] = best
+    for v in victims:
+        if v >= 0:
+            ref[v] = e_now
+    fallback = [i for i in range(mv) if victims[i] < 0]
+    if fallback:
+        free = [(cursor + r) % hot for r in range(hot) if ref[(cursor + r) % hot] != e_now]
+        for i, slot in zip(fallback, free):
+            victims[i] = slot
+            ref[slot] = e_now
+    inserts = []
+    for i, u in enumerate(need):
+        v = victims[i]
+        p = int(compact[u]) & COMPACT_POS_MASK
+        tok = int(table[p]) & MASK32
+        if v >= 0 and dbl[v] >= 0:
+            old_loc, old_tok = int(dbl[v]), int(dbt[v])
+            if old_tok >= 0:
+                hash_erase_reference(bank0, bank1, old_tok, v)
+            dbt[v] = tok
+            if u < cap:
+                dbl[v], scratch[u] = scratch[u], old_loc
+            else:
+                index[p] = (sigma << 32) | old_loc
+                src = int(hcl_row[tok])
+                _copy_item_reference(host_cache, device_buffer, src, old_loc, cfg.item_size_bytes)
+                if plan is not None:
+                    plan[0][b, u], plan[1][b, u] = src, old_loc
+            inserts.append((v << 32) | tok)
+        elif u >= cap:
+            index[p] = (sigma << 32) | UNRESOLVED
+    degraded |= hash_insert_reference(bank0, bank1, inserts)
+    if overflow:
+        for occ in range(t):
+            if res[occ] <= -2:
+                p = int(compact[-2 - res[occ]]) & COMPACT_POS_MASK
+                low = int(index[p]) & MASK32
+                res[occ] = -1 if low == UNRESOLVED else low
+    out[:] = res
+    ss[0, COUNT_LAST * n + rid] = m
+    ss[0, COUNT_WORK * n + rid] = 0
+    ss[0, COUNT_UNION * n + rid] = 0
+    ss[0, COUNT_GEN * n + rid] = pack_generation(sigma, degraded)
+    state.cache_policy[0, rid] = pack_clock(e_now, (cursor + min(m, hot)) % hot, cbits)
+    if plan is not None:
+        plan[2][b] = m
+
+
+def load_cache_to_device_buffer_spec_mla_reference(
+        *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
+        device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
+        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None) -> None:
+    """NumPy oracle of the launcher (same keywords; NumPy arrays; mutates them in place).
+
+    Shapes/dtypes: see the launcher. Written per request, per occurrence, for clarity.
+    """
+    cfg = check_speculative(**locals())
+    plan = (miss_src, miss_dst, miss_count) if cfg.record else None
+    real = int(num_real_reqs[0])
+    arrays = dict(top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
+                  host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
+                  host_cache=host_cache, device_buffer=device_buffer,
+                  top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices,
+                  seq_lens=seq_lens, state=state)
+    for b in range(cfg.batch):
+        if b >= real:
+            top_k_device_locs[b] = 0
+            if plan is not None:
+                miss_count[b] = 0
+            continue
+        _request_reference(b, cfg, plan=plan, **arrays)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+@cuda.jit(device=True, inline=True)
+def table_insert_dev(meta64, row, t, sigma, token):
+    """Lock-free ordered insert. A cell only grows during a launch, so a stale read is harmless:
+    the CAS returns the true value and the loop goes on from it."""
+    v = (sigma << 32) | token
+    p = ((np.int64(token) * 2654435761) & 0xFFFFFFFF) % t
+    c = meta64[row, p]
+    while True:
+        if (c >> 32) != sigma or v > c:
+            old = cuda.atomic.cas(meta64, (row, p), c, v)
+            if old == c:
+                if (c >> 32) != sigma:
+                    return
+                v = c
+                p = (p + 1) % t
+                c = meta64[row, p]
+            else:
+                c = old
+        elif c == v:
+            return
+        else:
+            p = (p + 1) % t
+            c = meta64[row, p]
+
+
+@cuda.jit(device=True, inline=True)
+def table_find_dev(meta64, row, t, sigma, token):
+    v = (sigma << 32) | token
+    p = ((np.int64(token) * 2654435761) & 0xFFFFFFFF) % t
+    for _ in range(t):
+        if meta64[row, p] == v:
+            return p
+        p = (p + 1) % t
+    return -1
+
+
+@cuda.jit(device=True, inline=True)
+def classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index, b, rid, occ, top_k, steps,
+                 hot, tail, degraded):
+    """Returns (kind, value, token): kind 0 invalid/unbacked (-1), 1 tail (loc), 2 hot (slot),
+    3 miss (host loc)."""
+    s = occ // top_k
+    tok = np.int64(top_k_tokens[b, s, occ - s * top_k])
+    seq_len = np.int64(seq_lens[b * steps + s])
+    if tok < 0 or tok >= seq_len:
+        return 0, np.int64(-1), tok
+    if tail > 0 and tok >= seq_len - tail:
+        for c in range(hot, hot + tail):
+            if dbt[rid, c] == tok and dbl[rid, c] >= 0:
+                return 1, np.int64(dbl[rid, c]), tok
+    slot = hash_lookup_dev(cache_index, rid, dbt, tok, hot, degraded)
+    if slot >= 0:
+        return 2, np.int64(slot), tok
+    src = hcl[rid, tok]
+    if src >= 0:
+        return 3, src, tok
+    return 0, np.int64(-1), tok
+
+
+@functools.cache
+def _kernels(steps: int, top_k: int, hot: int, threads: int, record: bool):
+    """The gather and commit kernels for one compile-time configuration."""
+    t = steps * top_k
+    per_thread = (t + threads - 1) // threads
+    warps = threads // LANES
+    cbits, ebits = cursor_bits(hot), epoch_bits(hot)
+    cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
+
+    @jit_kernel(max_threads=threads)
+    def gather(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, req_pool_indices,
+               seq_lens, cache_index, cache_policy, scratch_locs, ss, meta64, num_real_reqs,
+               miss_src, miss_dst, miss_count, words_per_item, tail, n):
+        b = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        if b >= num_real_reqs[0]:
+            i = tid
+            while i < t:
+                out[b, i // top_k, i % top_k] = 0
+                i += threads
+            if record and tid == 0:
+                miss_count[b] = 0
+            return
+        first_occ = cuda.shared.array(t, np.int32)
+        scan = cuda.shared.array(threads, np.int32)
+        hits = cuda.shared.array(1, np.int32)
+        ltok = cuda.local.array(per_thread, np.int64)
+        lres = cuda.local.array(per_thread, np.int64)
+        lpos = cuda.local.array(per_thread, np.int32)
+        rid = req_pool_indices[b]
+        row = rid + 1
+        cap = scratch_locs.shape[1]
+        e_now = next_epoch_dev(np.int64(cache_policy[0, rid]), cbits, ebits)
+        gen = np.int64(ss[0, 3 * n + rid])
+        degraded = gen < 0
+        sigma = next_sigma_dev(gen)
+        i = tid
+        while i < t:
+            first_occ[i] = t
+            i += threads
+        if tid == 0:
+            hits[0] = 0
+        cuda.syncthreads()
+        for j in range(per_thread):
+            occ = tid * per_thread + j
+            lpos[j] = -1
+            lres[j] = -1
+            if occ < t:
+                kind, val, tok = classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index,
+                                              b, rid, occ, top_k, steps, hot, tail, degraded)
+                ltok[j] = tok
+                if kind == 1:
+                    lres[j] = val
+                elif kind == 2:
+                    lres[j] = dbl[rid, val]
+                    old = cuda.atomic.exch(cache_policy, (row, val), np.int32(e_now))
+                    if old != e_now:
+                        cuda.atomic.add(hits, 0, 1)
+                elif kind == 3:
+                    lpos[j] = -2
+                    table_insert_dev(meta64, row, t, sigma, tok)
+        cuda.syncthreads()
+        for j in range(per_thread):
+            if lpos[j] == -2:
+                p = table_find_dev(meta64, row, t, sigma, ltok[j])
+                lpos[j] = p
+                cuda.atomic.min(first_occ, p, tid * per_thread + j)
+        cuda.syncthreads()
+        count = 0
+        for j in range(per_thread):
+            if lpos[j] >= 0 and first_occ[lpos[j]] == tid * per_thread + j:
+                count += 1
+        base, m = block_exclusive_scan(scan, count, tid, threads)
+        for j in range(per_thread):
+            p = lpos[j]
+            if p >= 0 and first_occ[p] == tid * per_thread + j:
+                meta64[row, t + p] = (sigma << 32) | base
+                ss[row, 4 * t + base] = p
+                base += 1
+        cuda.syncthreads()
+        for j in range(per_thread):
+            occ = tid * per_thread + j
+            if occ < t:
+                p = lpos[j]
+                if p >= 0:
+                    u = meta64[row, t + p] & 0xFFFFFFFF
+                    lres[j] = scratch_locs[rid, u] if u < cap else -2 - u
+                out[b, occ // top_k, occ % top_k] = lres[j]
+        warp = tid // LANES
+        lane = tid % LANES
+        u = warp
+        while u < m and u < cap:
+            dst = scratch_locs[rid, u]
+            if dst >= 0:
+                p = ss[row, 4 * t + u] & COMPACT_POS_MASK
+                src = hcl[rid, meta64[row, p] & 0xFFFFFFFF]
+                copy_item(host_words, src, dev_words, dst, words_per_item, lane, LANES)
+                if record and lane == 0:
+                    miss_src[b, u] = src
+                    miss_dst[b, u] = dst
+            u += warps
+        if tid == 0:
+            ss[0, n + rid] = m
+            ss[0, 2 * n + rid] = hits[0]
+
+    @cuda.jit(device=True, inline=True)
+    def needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
+        if u >= cap:
+            return True
+        if scratch_locs[rid, u] < 0:
+            return False
+        return union_mode or (ss[row, 4 * t + u] & ADMIT_BIT) != 0
+
+    @jit_kernel(max_threads=threads)
+    def commit(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, req_pool_indices,
+               seq_lens, cache_index, cache_policy, scratch_locs, ss, meta64, num_real_reqs,
+               miss_src, miss_dst, miss_count, words_per_item, tail, n):
+        b = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        if b >= num_real_reqs[0]:
+            return
+        vict = cuda.shared.array(t, np.int16)
+        aux = cuda.shared.array(t, np.int16)
+        scan = cuda.shared.array(threads, np.int32)
+        flag = cuda.shared.array(1, np.int32)
+        rid = req_pool_indices[b]
+        row = rid + 1
+        cap = scratch_locs.shape[1]
+        packed = np.int64(cache_policy[0, rid])
+        e_now = next_epoch_dev(packed, cbits, ebits)
+        cursor = (packed & 0xFFFFFFFF) & cmask
+        gen = np.int64(ss[0, 3 * n + rid])
+        degraded = gen < 0
+        sigma = next_sigma_dev(gen)
+        m = np.int64(ss[0, n + rid])
+        union_hits = np.int64(ss[0, 2 * n + rid])
+        overflow = m > cap
+        union_mode = m + union_hits <= hot
+        if tid == 0:
+            flag[0] = 0
+        if not union_mode:
+            if not overflow:
+                i = tid
+                while i < hot:
+                    cache_policy[row, i] = 0
+                    i += threads
+                cuda.syncthreads()
+            k = tid
+            while k < top_k:
+                kind, val, tok = classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index,
+                                              b, rid, (steps - 1) * top_k + k, top_k, steps, hot,
+                                              tail, degraded)
+                if kind == 2:
+                    cache_policy[row, val] = e_now
+                elif kind == 3:
+                    p = table_find_dev(meta64, row, t, sigma, tok)
+                    u = meta64[row, t + p] & 0xFFFFFFFF
+                    if u < cap:
+                        cuda.atomic.or_(ss, (row, 4 * t + u), np.int32(CLAIM_BIT))
+                k += threads
+            cuda.syncthreads()
+            budget = np.int64(hot)
+            if overflow:
+                budget = max(np.int64(0), hot - union_hits - (m - cap))
+            lim = min(m, cap)
+            chunk = (lim + threads - 1) // threads
+            u0 = min(lim, tid * chunk)
+            u1 = min(lim, u0 + chunk)
+            count = 0
+            for u in range(u0, u1):
+                if ss[row, 4 * t + u] & CLAIM_BIT:
+                    count += 1
+            base, _ = block_exclusive_scan(scan, count, tid, threads)
+            for u in range(u0, u1):
+                if ss[row, 4 * t + u] & CLAIM_BIT:
+                    if base < budget:
+                        ss[row, 4 * t + u] |= ADMIT_BIT
+                    base += 1
+            cuda.syncthreads()
+        # ordinals of the misses that need a victim
+        chunk = (m + threads - 1) // threads
+        u0 = min(m, tid * chunk)
+        u1 = min(m, u0 + chunk)
+        count = 0
+        for u in range(u0, u1):
+            if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
+                count += 1
+        base, mv = block_exclusive_scan(scan, count, tid, threads)
+        # sampled CLOCK: miss i looks at ring offsets i + j * mv (disjoint between misses)
+        for i in range(base, base + count):
+            best = -1
+            best_age = np.int64(-1)
+            for j in range(CLOCK_VICTIM_SAMPLES):
+                o = i + j * mv
+                if o >= hot:
+                    break
+                slot = (cursor + o) % hot
+                r = np.int64(cache_policy[row, slot])
+                if r != e_now:
+                    age = (e_now - r) & emask
+                    if age > best_age:
+                        best = slot
+                        best_age = age
+            vict[i] = best
+            if best >= 0:
+                cache_policy[row, best] = e_now
+        cuda.syncthreads()
+        # fallback: the k-th miss without a victim takes the k-th unstamped slot in ring order
+        fcount = 0
+        for i in range(base, base + count):
+            if vict[i] < 0:
+                fcount += 1
+        fbase, nfall = block_exclusive_scan(scan, fcount, tid, threads)
+        for i in range(base, base + count):
+            if vict[i] < 0:
+                aux[fbase] = i
+                fbase += 1
+        cuda.syncthreads()
+        if nfall > 0:
+            hchunk = (hot + threads - 1) // threads
+            r0 = min(hot, tid * hchunk)
+            r1 = min(hot, r0 + hchunk)
+            free = 0
+            for r in range(r0, r1):
+                if cache_policy[row, (cursor + r) % hot] != e_now:
+                    free += 1
+            rank, _ = block_exclusive_scan(scan, free, tid, threads)
+            for r in range(r0, r1):
+                slot = (cursor + r) % hot
+                if cache_policy[row, slot] != e_now:
+                    if rank < nfall:
+                        vict[aux[rank]] = slot
+                        cache_policy[row, slot] = e_now
+                    rank += 1
+            cuda.syncthreads()
+        # apply: zero-copy promotion or in-place direct overflow; erase the evicted tokens
+        i = base
+        for u in range(u0, u1):
+            if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
+                v = np.int64(vict[i])
+                p = ss[row, 4 * t + u] & COMPACT_POS_MASK
+                tok = meta64[row, p] & 0xFFFFFFFF
+                applied = False
+                if v >= 0:
+                    old_loc = dbl[rid, v]
+                    if old_loc >= 0:
+                        old_tok = np.int64(dbt[rid, v])
+                        if old_tok >= 0:
+                            hash_erase_dev(cache_index, rid, old_tok, v)
+                        dbt[rid, v] = tok
+                        if u < cap:
+                            dbl[rid, v] = scratch_locs[rid, u]
+                            scratch_locs[rid, u] = old_loc
+                        else:
+                            meta64[row, t + p] = (sigma << 32) | old_loc
+                        applied = True
+                if not applied:
+                    vict[i] = -1
+                    if u >= cap:
+                        meta64[row, t + p] = (sigma << 32) | 0xFFFFFFFF
+                i += 1
+        cuda.syncthreads()
+        warp = tid // LANES
+        lane = tid % LANES
+        if overflow:
+            u = cap + warp
+            while u < m:
+                p = ss[row, 4 * t + u] & COMPACT_POS_MASK
+                dst = meta64[row, t + p] & 0xFFFFFFFF
+                if dst != 0xFFFFFFFF:
+                    src = hcl[rid, meta64[row, p] & 0xFFFFFFFF]
+                    copy_item(host_words, src, dev_words, dst, words_per_item, lane, LANES)
+                    if record and lane == 0:
+                        miss_src[b, u] = src
+                        miss_dst[b, u] = dst
+                u += warps
+        hash_insert_dev(cache_index, rid, dbt, vict, mv, aux, flag, tid, threads)
+        if overflow:
+            occ = tid
+            while occ < t:
+                s = occ // top_k
+                x = np.int64(out[b, s, occ - s * top_k])
+                if x <= -2:
+                    p = ss[row, 4 * t + (-2 - x)] & COMPACT_POS_MASK
+                    low = meta64[row, t + p] & 0xFFFFFFFF
+                    out[b, s, occ - s * top_k] = -1 if low == 0xFFFFFFFF else low
+                occ += threads
+        if tid == 0:
+            ss[0, rid] = m
+            ss[0, n + rid] = 0
+            ss[0, 2 * n + rid] = 0
+            ss[0, 3 * n + rid] = sigma - 0x80000000 if (degraded or flag[0] != 0) else sigma
+            nc = (cursor + min(m, np.int64(hot))) % hot
+            pk = (e_now << cbits) | nc
+            if pk >= 0x80000000:
+                pk -= 0x100000000
+            cache_policy[0, rid] = pk
+            if record:
+                miss_count[b] = m
+
+    return gather, commit
+
+
+def block_threads(num_occurrences: int) -> int:
+    """Threads per block: one per occurrence up to 1024, a multiple of 32."""
+    return min(MAX_THREADS, max(LANES, -(-int(num_occurrences) // LANES) * LANES))
+
+
+def load_cache_to_device_buffer_spec_mla(
+        *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
+        device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
+        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None) -> None:
+    """Resolve all ``steps * top_k`` occurrences of each request in one gather + commit pair.
+
+    top_k_tokens: ``[batch, steps, top_k]`` int32, 2 <= steps <= 4, steps * top_k <= 8192, dense
+    rows. device_buffer_tokens / device_buffer_locs: ``[num_requests, H + tail]`` int32 (same
+    layout; mutated). host_cache_locs: ``[num_requests, max_positions]`` int64, row-contiguous.
+    host_cache: the host pool (``device.host_cache_array``), item ``i`` at byte
+    ``i * item_size_bytes``; device_buffer: the device pool (mutated). top_k_device_locs:
+    ``[batch, steps, top_k]`` int32 output. req_pool_indices: ``[batch]`` int64. seq_lens:
+    ``[batch * steps]`` int32, ``b * steps + step``. state: ``HiSparseSpecState`` (mutated).
+    num_real_reqs: ``[>= 1]`` int32 device array. miss_src ``[>= batch, >= steps * top_k]`` int64,
+    miss_dst the same in int32 with the same row stride, miss_count ``[>= batch]`` int32: all three
+    or none. item_size_bytes: defaults to host_cache's row size in bytes; a multiple of 16.
+    """
+    cfg = check_speculative(**locals(), for_kernel=True)
+    launch_unchecked(cfg, top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
+                     host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
+                     host_cache=host_cache, device_buffer=device_buffer,
+                     top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices,
+                     seq_lens=seq_lens, state=state, num_real_reqs=num_real_reqs,
+                     miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count)
+
+
+@functools.cache
+def _no_plan():
+    """Placeholder plan arguments for a launch that records no plan (never written)."""
+    xp = device.xp
+    return (xp.zeros((1, 1), dtype=xp.int64), xp.zeros((1, 1), dtype=xp.int32),
+            xp.zeros(1, dtype=xp.int32))
+
+
+def launch_unchecked(cfg: SpecConfig, *, top_k_tokens, device_buffer_tokens, host_cache_locs,
+                     device_buffer_locs, host_cache, device_buffer, top_k_device_locs,
+                     req_pool_indices, seq_lens, state, num_real_reqs, miss_src, miss_dst,
+                     miss_count, between=None) -> None:
+    """The launch pair *without* any check (``cfg`` as ``check_speculative`` returns it).
+
+    For lessons that show what a check prevents and for the benchmark (which times repeated
+    calls on checked arguments); everything else calls the launcher. ``between`` is called
+    between the two launches (the benchmark records a CUDA event there).
+    """
+    if cfg.batch == 0:
+        return
+    t = cfg.steps * cfg.top_k
+    threads = block_threads(t)
+    gather, commit = _kernels(cfg.steps, cfg.top_k, cfg.hot, threads, cfg.record)
+    if not cfg.record:
+        miss_src, miss_dst, miss_count = _no_plan()
+    args = (top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+            device.byte_words(host_cache), device.byte_words(device_buffer), top_k_device_locs,
+            req_pool_indices, seq_lens, state.cache_index, state.cache_policy, state.scratch_locs,
+            state.scratch_state, state.scratch_state.view(np.int64), num_real_reqs,
+            miss_src, miss_dst, miss_count, cfg.item_size_bytes // 8, cfg.tail, cfg.num_requests)
+    device.launch(gather, cfg.batch, threads, *args)
+    if between is not None:
+        between()
+    device.launch(commit, cfg.batch, threads, *args)

@@ -1,0 +1,47 @@
+"""kv-canary: sidecar canary rows that detect KV-cache corruption (plan -> write -> verify).
+
+Read in this order: ``hashing`` (the chain), ``plan`` (which slots to verify and where to write),
+``write`` (stamp rows), ``verify`` (check rows), ``context`` (real-KV folding and the violation ring).
+"""
+
+from .context import RealKvSource, VerifyOrWriteContext
+from .hashing import (
+    CANARY_CHAIN_ANCHOR,
+    CANARY_FIELD_POSITION,
+    CANARY_FIELD_PREV_HASH,
+    CANARY_FIELD_REAL_KV_HASH,
+    CANARY_FIELD_TOKEN,
+    CANARY_FIELDS_PER_SLOT,
+    CANARY_SLOT_BYTES,
+    CHAIN_HEAD_HASH,
+    MAX_REAL_KV_SOURCES,
+    REQ_POOL_IDX_PADDING,
+    TOKEN_TO_KV_SLOT_PADDING,
+    VIOLATION_FIELDS,
+    CanaryLaunchTag,
+    FailReason,
+    RealKvHashMode,
+    chain_hashes,
+    mix3,
+    splitmix64,
+    to_signed64,
+)
+from .plan import (
+    PLAN_BS_BLOCK_SIZE,
+    VerifyPlan,
+    WritePlan,
+    launch_canary_plan_kernels,
+    launch_canary_plan_kernels_reference,
+)
+from .verify import launch_canary_verify_kernel, launch_canary_verify_kernel_reference
+from .write import launch_canary_write_kernel, launch_canary_write_kernel_reference
+
+__all__ = [
+    "CANARY_CHAIN_ANCHOR", "CANARY_FIELD_POSITION", "CANARY_FIELD_PREV_HASH", "CANARY_FIELD_REAL_KV_HASH",
+    "CANARY_FIELD_TOKEN", "CANARY_FIELDS_PER_SLOT", "CANARY_SLOT_BYTES", "CHAIN_HEAD_HASH",
+    "MAX_REAL_KV_SOURCES", "PLAN_BS_BLOCK_SIZE", "REQ_POOL_IDX_PADDING", "TOKEN_TO_KV_SLOT_PADDING",
+    "VIOLATION_FIELDS", "CanaryLaunchTag", "FailReason", "RealKvHashMode", "RealKvSource", "VerifyOrWriteContext",
+    "VerifyPlan", "WritePlan", "chain_hashes", "launch_canary_plan_kernels", "launch_canary_plan_kernels_reference",
+    "launch_canary_verify_kernel", "launch_canary_verify_kernel_reference", "launch_canary_write_kernel",
+    "launch_canary_write_kernel_reference", "mix3", "splitmix64", "to_signed64",
+]

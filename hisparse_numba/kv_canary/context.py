@@ -1,0 +1,293 @@
+"""What the write and verify launches share: the launch context, real-KV sources and the ring.
+
+* ``VerifyOrWriteContext``: the canary buffer ``[num_slots, stride_bytes]`` uint8 (stride >= 32, a
+  multiple of 8; row ``s`` holds the four int64 fields of KV slot ``s``), the launch tag, the
+  violation ring ``[ring_cap, 8]`` int64 with its ``violation_write_index [1]`` int32, the counters
+  ``slot_run_counter [1]`` / ``kernel_run_counter [1]`` int64, up to four ``RealKvSource`` and the
+  ``RealKvHashMode``, and the ``enable_chain_position_assert [1]`` int32 device flag.
+* real-KV fold of slot ``s``: per source, the bytes ``tensor[s // page_size,
+  (s % page_size) * num_bytes_per_token :][:n]`` (``n = 16`` in PARTIAL, ``read_bytes`` in ALL) as
+  little-endian 8-byte words, ``acc = H(acc ^ word)`` from 0; sources combine as
+  ``acc = H(acc ^ source_hash)`` from 0; mode NONE or no source gives 0.
+* violation ring: a violation reserves row ``seq = atomic_add(violation_write_index, 1)`` and writes
+  its 8 fields only when ``seq < ring_cap``; the index keeps counting past the capacity.
+
+Ring order: on the GPU, concurrent threads reserve rows in an order that is a race (sglang's too),
+so only the multiset of rows is defined. The NumPy references append in entry order; tests compare
+the ring rows ``[before, after)`` as a sorted multiset, and after an overflow only the index (and
+that the kept rows are among the reference's). Counters and the canary buffer must match exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+
+from .. import device
+from ..checks import describe, fail
+from ..device import cuda, xp
+from .hashing import (
+    MAX_REAL_KV_SOURCES,
+    VIOLATION_FIELDS,
+    CanaryLaunchTag,
+    RealKvHashMode,
+    splitmix64,
+    splitmix64_device,
+)
+
+PARTIAL_READ_BYTES = 16
+
+
+def _byte_rows(tensor):
+    """``tensor`` (C-contiguous, >= 2-D) seen as ``[rows, row_bytes]``."""
+    rows = int(tensor.shape[0])
+    row_bytes = int(np.prod(tensor.shape[1:], dtype=np.int64)) * np.dtype(tensor.dtype).itemsize
+    return rows, row_bytes
+
+
+@dataclass(frozen=True)
+class RealKvSource:
+    """One piece of real KV folded into ``real_kv_hash``.
+
+    Slot ``s`` reads row ``s // page_size``, bytes from ``(s % page_size) * num_bytes_per_token``.
+    ``tensor``: a C-contiguous array of any dtype, >= 2-D (the bytes of dims 1.. form a row), base
+    address 16-byte aligned. ``num_bytes_per_token`` and ``read_bytes`` are positive multiples of 16,
+    ``read_bytes <= num_bytes_per_token``; the row must hold ``page_size * num_bytes_per_token``
+    bytes (its size is a multiple of 16 bytes).
+    """
+
+    tensor: object
+    page_size: int
+    num_bytes_per_token: int
+    read_bytes: int
+
+    def __post_init__(self):
+        if self.page_size < 1:
+            fail(f"kv-canary: RealKvSource.page_size must be >= 1, got {self.page_size}")
+        if self.num_bytes_per_token <= 0 or self.num_bytes_per_token % 16:
+            fail("kv-canary: RealKvSource.num_bytes_per_token must be a positive multiple of 16, "
+                 f"got {self.num_bytes_per_token}")
+        if self.read_bytes <= 0 or self.read_bytes > self.num_bytes_per_token or self.read_bytes % 16:
+            fail("kv-canary: RealKvSource.read_bytes must be a positive multiple of 16 in "
+                 f"(0, num_bytes_per_token={self.num_bytes_per_token}], got {self.read_bytes}")
+        t = self.tensor
+        if t.ndim < 2:
+            fail(f"kv-canary: RealKvSource.tensor must be at least 2-D, got shape {tuple(t.shape)}")
+        if not t.flags.c_contiguous:
+            fail(f"kv-canary: RealKvSource.tensor must be C-contiguous, got strides {tuple(t.strides)} bytes")
+        _, row_bytes = _byte_rows(t)
+        if row_bytes % 16:
+            fail(f"kv-canary: RealKvSource.tensor row stride must be a multiple of 16 bytes, got "
+                 f"{row_bytes} bytes (shape={tuple(t.shape)}, dtype={np.dtype(t.dtype).name})")
+        if device.data_address(t) % 16:
+            fail("kv-canary: RealKvSource.tensor base address must be a multiple of 16 bytes")
+        need = self.page_size * self.num_bytes_per_token
+        if row_bytes < need:
+            fail("kv-canary: RealKvSource row is too narrow for its slot layout: dim-1 is "
+                 f"{row_bytes} bytes but page_size={self.page_size} x "
+                 f"num_bytes_per_token={self.num_bytes_per_token} needs {need}")
+
+
+@dataclass(frozen=True)
+class VerifyOrWriteContext:
+    """Everything one write or verify launch shares (see the module docstring for shapes)."""
+
+    canary_buf: object
+    kernel_kind: int
+    violation_ring: object
+    violation_write_index: object
+    slot_run_counter: object
+    kernel_run_counter: object
+    real_kv_sources: tuple = ()
+    real_kv_hash_mode: int = RealKvHashMode.NONE
+    enable_chain_position_assert: object = None
+
+    @classmethod
+    def allocate(cls, num_slots: int, *, kernel_kind=CanaryLaunchTag.HEAD_K_FULL, ring_capacity=64,
+                 slot_stride_bytes=32, real_kv_sources=(), real_kv_hash_mode=RealKvHashMode.NONE,
+                 chain_position_assert=False, array_module=None) -> "VerifyOrWriteContext":
+        """A zeroed context (canary buffer, ring and counters) on the device, or host with numpy."""
+        am = xp if array_module is None else array_module
+        flag = am.zeros(1, dtype=np.int32)
+        flag[...] = int(bool(chain_position_assert))
+        return cls(
+            canary_buf=am.zeros((num_slots, slot_stride_bytes), dtype=np.uint8),
+            kernel_kind=int(kernel_kind),
+            violation_ring=am.zeros((ring_capacity, VIOLATION_FIELDS), dtype=np.int64),
+            violation_write_index=am.zeros(1, dtype=np.int32),
+            slot_run_counter=am.zeros(1, dtype=np.int64),
+            kernel_run_counter=am.zeros(1, dtype=np.int64),
+            real_kv_sources=tuple(real_kv_sources),
+            real_kv_hash_mode=int(real_kv_hash_mode),
+            enable_chain_position_assert=flag,
+        )
+
+    def state_arrays(self) -> dict:
+        """The arrays a launch mutates (plus the flag), by name."""
+        return {"canary_buf": self.canary_buf, "violation_ring": self.violation_ring,
+                "violation_write_index": self.violation_write_index,
+                "slot_run_counter": self.slot_run_counter, "kernel_run_counter": self.kernel_run_counter}
+
+
+def _check_array(name, a, dtype, shape=None, ndim=None):
+    if np.dtype(a.dtype) != np.dtype(dtype):
+        fail(f"kv-canary: {name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
+    if ndim is not None and a.ndim != ndim:
+        fail(f"kv-canary: {name} must be {ndim}-D, got {describe(a)}")
+    if shape is not None and tuple(a.shape) != tuple(shape):
+        fail(f"kv-canary: {name} must have shape {tuple(shape)}, got {describe(a)}")
+    if not a.flags.c_contiguous:
+        fail(f"kv-canary: {name} must be contiguous")
+
+
+def check_context(ctx: VerifyOrWriteContext) -> None:
+    """Checks shared by the write and verify launchers and references."""
+    if len(ctx.real_kv_sources) > MAX_REAL_KV_SOURCES:
+        fail(f"kv-canary: at most {MAX_REAL_KV_SOURCES} RealKvSource entries supported by the CUDA ABI, "
+             f"got {len(ctx.real_kv_sources)}")
+    for i, src in enumerate(ctx.real_kv_sources):
+        if not isinstance(src, RealKvSource):
+            fail(f"kv-canary: real_kv_sources[{i}] must be a RealKvSource, got {type(src).__name__}")
+    if int(ctx.real_kv_hash_mode) not in (0, 1, 2):
+        fail(f"kv-canary: real_kv_hash_mode must be 0 (NONE), 1 (PARTIAL) or 2 (ALL), got {ctx.real_kv_hash_mode}")
+    buf = ctx.canary_buf
+    _check_array("canary_buf", buf, np.uint8, ndim=2)
+    if buf.shape[1] < 32:
+        fail(f"kv-canary: canary_buf slot stride must hold at least 4 int64 fields, got {buf.shape[1] // 8}")
+    if buf.shape[1] % 8 or device.data_address(buf) % 8:
+        fail(f"kv-canary: canary_buf rows must be whole int64 fields (stride and base multiples of 8 "
+             f"bytes), got {describe(buf)}")
+    ring = ctx.violation_ring
+    _check_array("violation_ring", ring, np.int64, ndim=2)
+    if ring.shape[1] != VIOLATION_FIELDS:
+        fail(f"kv-canary: violation_ring must have shape [ring_capacity, {VIOLATION_FIELDS}], got {describe(ring)}")
+    _check_array("violation_write_index", ctx.violation_write_index, np.int32, shape=(1,))
+    _check_array("slot_run_counter", ctx.slot_run_counter, np.int64, shape=(1,))
+    _check_array("kernel_run_counter", ctx.kernel_run_counter, np.int64, shape=(1,))
+    if ctx.enable_chain_position_assert is not None:
+        _check_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,))
+
+
+# ---------------------------------------------------------------------------------------------
+# References.
+
+
+def canary_fields(canary_buf) -> np.ndarray:
+    """The canary buffer as ``[num_slots, stride // 8]`` int64 (a view)."""
+    return canary_buf.view(np.int64)
+
+
+def _read_bytes(src: RealKvSource, mode: int) -> int:
+    return PARTIAL_READ_BYTES if mode == RealKvHashMode.PARTIAL else src.read_bytes
+
+
+def fold_real_kv_reference(ctx: VerifyOrWriteContext, slot: int, sources=None) -> int:
+    """The real-KV fingerprint of ``slot`` as a Python int in [0, 2**64). ``sources``: host copies."""
+    mode = int(ctx.real_kv_hash_mode)
+    if mode == RealKvHashMode.NONE or not ctx.real_kv_sources:
+        return 0
+    acc = 0
+    for src, host in zip(ctx.real_kv_sources, sources or [device.to_host(s.tensor) for s in ctx.real_kv_sources]):
+        rows, row_bytes = _byte_rows(host)
+        u8 = np.ascontiguousarray(host).view(np.uint8).reshape(rows, row_bytes)
+        col = (slot % src.page_size) * src.num_bytes_per_token
+        words = u8[slot // src.page_size, col:col + _read_bytes(src, mode)].view("<u8")
+        h = 0
+        for w in words:
+            h = splitmix64(h ^ int(w))
+        acc = splitmix64(acc ^ h)
+    return acc
+
+
+def host_sources(ctx: VerifyOrWriteContext) -> list:
+    return [device.to_host(s.tensor) for s in ctx.real_kv_sources]
+
+
+def append_violations_reference(ctx: VerifyOrWriteContext, ring, write_index, rows: list) -> None:
+    """Append ``rows`` at the current index (truncated at the ring capacity); bump the index."""
+    if not rows:
+        return
+    base = int(write_index[0])
+    keep = max(0, min(len(rows), ring.shape[0] - base))
+    if keep:
+        ring[base:base + keep] = np.array(rows[:keep], dtype=np.int64)
+    write_index[0] = base + len(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Device side.
+
+
+@functools.cache
+def _no_source_arguments(backend: str):
+    words = [xp.zeros(2, dtype=np.uint64) for _ in range(MAX_REAL_KV_SOURCES)]
+    return words, xp.zeros((MAX_REAL_KV_SOURCES, 4), dtype=np.int64)
+
+
+def source_arguments(ctx: VerifyOrWriteContext):
+    """Kernel arguments for the real-KV fold: four uint64 word arrays, an int64 ``[4, 4]`` parameter
+    table (page_size, words per token, words read, words per row) and the number of sources."""
+    mode = int(ctx.real_kv_hash_mode)
+    n = 0 if mode == RealKvHashMode.NONE else len(ctx.real_kv_sources)
+    if n == 0:  # cached, so that a launch without sources makes no host-to-device copy
+        words, params = _no_source_arguments(device.backend())
+        return words, params, 0
+    params = np.zeros((MAX_REAL_KV_SOURCES, 4), dtype=np.int64)
+    words = []
+    for i in range(MAX_REAL_KV_SOURCES):
+        if i < n:
+            src = ctx.real_kv_sources[i]
+            _, row_bytes = _byte_rows(src.tensor)
+            params[i] = (src.page_size, src.num_bytes_per_token // 8, _read_bytes(src, mode) // 8,
+                         row_bytes // 8)
+            words.append(device.byte_words(src.tensor))
+        else:
+            words.append(xp.zeros(2, dtype=np.uint64))
+    return words, device.to_device(params), n
+
+
+@cuda.jit(device=True, inline=True)
+def _fold_source(words, params, i, slot):
+    page = params[i, 0]
+    base = (slot // page) * params[i, 3] + (slot % page) * params[i, 1]
+    h = np.uint64(0)
+    w = 0
+    while w < params[i, 2]:
+        h = splitmix64_device(h ^ words[base + w])
+        w += 1
+    return h
+
+
+@cuda.jit(device=True, inline=True)
+def fold_real_kv_device(src0, src1, src2, src3, params, num_sources, slot):
+    """The real-KV fingerprint of ``slot`` (uint64); 0 when ``num_sources == 0``."""
+    acc = np.uint64(0)
+    if num_sources > 0:
+        acc = splitmix64_device(acc ^ _fold_source(src0, params, 0, slot))
+    if num_sources > 1:
+        acc = splitmix64_device(acc ^ _fold_source(src1, params, 1, slot))
+    if num_sources > 2:
+        acc = splitmix64_device(acc ^ _fold_source(src2, params, 2, slot))
+    if num_sources > 3:
+        acc = splitmix64_device(acc ^ _fold_source(src3, params, 3, slot))
+    return acc
+
+
+@cuda.jit(device=True, inline=True)
+def record_violation_device(ring, write_index, kind, slot, position, stored_token, expected_token,
+                            stored_hash, expected_aux, bits):
+    """Reserve a ring row with an atomic add; fill it when it is inside the ring."""
+    seq = cuda.atomic.add(write_index, 0, 1)
+    if seq < ring.shape[0]:
+        ring[seq, 0] = kind
+        ring[seq, 1] = slot
+        ring[seq, 2] = position
+        ring[seq, 3] = stored_token
+        ring[seq, 4] = expected_token
+        ring[seq, 5] = stored_hash
+        ring[seq, 6] = expected_aux
+        ring[seq, 7] = bits
+        cuda.threadfence_system()

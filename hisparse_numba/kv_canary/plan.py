@@ -1,0 +1,474 @@
+"""kv-canary plan: turn one forward batch into a VerifyPlan and a WritePlan.
+
+For each batch row ``r`` (request ``rp = req_pool_indices[r]``; ``rp == 0`` is a padding row):
+
+* verify entries: positions ``[window_start, prefix_len)`` of the request, where
+  ``window_start = max(prefix_len - W, 0)`` for an SWA window ``W > 0`` and 0 otherwise. Entry
+  ``(slot, expected_token, position, prev_slot)`` with ``slot = LUT(req_to_token[rp, pos])``,
+  ``prev_slot = LUT(req_to_token[rp, pos - 1])`` (``-1`` at position 0: the chain head; an SWA
+  window does not reset the chain) and ``expected_token = pool[rp, pos + offset]`` when
+  ``0 <= pos + offset < min(valid_lens[r], pool width)``, else ``-1``.
+* write metadata: ``write_offsets`` = exclusive prefix sum of ``max(extend_len, 0)``, the total at
+  ``write_offsets[bs]``, zeros after it; the seed slot ``LUT(req_to_token[rp, prefix_len - 1])``
+  (the position index clamped to the row width) when the row has a prefix and writes something,
+  else ``-1``; ``write_num_valid_reqs = bs`` (padding rows included).
+* overflow: ``verify_num_valid = min(total, capacity)``; ``enable = total <= capacity``. On
+  overflow no entry is written (the arrays keep what they held).
+
+LUT translation leaves negative slots as they are and clamps the others to ``lut_len - 1`` (sglang's
+kernels clamp; its torch reference raises instead: here both sides clamp, so they stay identical).
+
+Launch geometry (``launch_canary_plan_kernels``):
+
+1. offsets kernel: ONE block (1024 threads on a GPU, 64 in the simulator) covers up to
+   ``PLAN_BS_BLOCK_SIZE = 4096`` rows. Each thread owns a contiguous chunk of rows; a shared-memory
+   Hillis-Steele scan over the per-thread sums (``syncthreads`` only, no warp intrinsics) gives the
+   exclusive verify and write offsets. It writes a verify-offsets scratch ``[bs + 1]`` (total at
+   ``[bs]``) and every WritePlan field, ``verify_num_valid`` and ``enable``.
+2. entries kernel: a grid-stride loop over flat entries ``[0, total)``; each entry finds its row
+   by binary search over the scratch offsets. It returns at once when ``enable == 0``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import device
+from ..blockscan import block_exclusive_scan
+from ..checks import describe, fail
+from ..device import cuda, xp
+
+PLAN_BS_BLOCK_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class VerifyPlan:
+    """Flat verify entries: four ``[C]`` int64 arrays and two ``[1]`` int32 scalars.
+
+    ``verify_prev_slot_indices == -1`` marks a chain head, ``verify_expected_tokens == -1`` skips the
+    token check. Entries at index ``>= verify_num_valid[0]`` are unspecified.
+    """
+
+    verify_slot_indices: object
+    verify_expected_tokens: object
+    verify_expected_positions: object
+    verify_prev_slot_indices: object
+    verify_num_valid: object
+    enable: object
+
+    @staticmethod
+    def allocation_bytes(verify_capacity: int) -> int:
+        return 4 * int(verify_capacity) * 8 + 2 * 4
+
+    @classmethod
+    def allocate(cls, verify_capacity: int, *, array_module=None) -> "VerifyPlan":
+        """Device arrays for ``verify_capacity`` entries (uninitialised, ``enable`` = 1).
+
+        ``array_module=numpy`` allocates host arrays (for the NumPy reference on a GPU machine).
+        """
+        am = xp if array_module is None else array_module
+        verify_capacity = int(verify_capacity)
+        if verify_capacity <= 0:
+            fail(f"kv-canary: VerifyPlan verify_capacity must be positive, got {verify_capacity}")
+        return cls(
+            verify_slot_indices=am.empty(verify_capacity, dtype=np.int64),
+            verify_expected_tokens=am.empty(verify_capacity, dtype=np.int64),
+            verify_expected_positions=am.empty(verify_capacity, dtype=np.int64),
+            verify_prev_slot_indices=am.empty(verify_capacity, dtype=np.int64),
+            verify_num_valid=am.empty(1, dtype=np.int32),
+            enable=am.ones(1, dtype=np.int32),
+        )
+
+    def zero_for_testing_(self) -> "VerifyPlan":
+        """Zero every field (expected tokens to -1). For plan tests only."""
+        self.verify_slot_indices[...] = 0
+        self.verify_expected_tokens[...] = -1
+        self.verify_expected_positions[...] = 0
+        self.verify_prev_slot_indices[...] = 0
+        self.verify_num_valid[...] = 0
+        self.enable[...] = 0
+        return self
+
+    def arrays(self) -> dict:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """``write_offsets [R + 1]`` int64, ``write_seed_slot_indices [R]`` int64,
+    ``write_num_valid_reqs [1]`` int32. Row ``r`` writes flat entries
+    ``[write_offsets[r], write_offsets[r + 1])`` of ``input_ids/positions/out_cache_loc``."""
+
+    write_offsets: object
+    write_seed_slot_indices: object
+    write_num_valid_reqs: object
+
+    @staticmethod
+    def allocation_bytes(write_req_capacity: int) -> int:
+        return (2 * int(write_req_capacity) + 1) * 8 + 4
+
+    @classmethod
+    def allocate(cls, write_req_capacity: int, *, array_module=None) -> "WritePlan":
+        """Device arrays for ``write_req_capacity`` rows (uninitialised); see ``VerifyPlan.allocate``."""
+        am = xp if array_module is None else array_module
+        write_req_capacity = int(write_req_capacity)
+        if write_req_capacity <= 0:
+            fail(f"kv-canary: WritePlan write_req_capacity must be positive, got {write_req_capacity}")
+        return cls(
+            write_offsets=am.empty(write_req_capacity + 1, dtype=np.int64),
+            write_seed_slot_indices=am.empty(write_req_capacity, dtype=np.int64),
+            write_num_valid_reqs=am.empty(1, dtype=np.int32),
+        )
+
+    def zero_for_testing_(self) -> "WritePlan":
+        self.write_offsets[...] = 0
+        self.write_seed_slot_indices[...] = 0
+        self.write_num_valid_reqs[...] = 0
+        return self
+
+    def arrays(self) -> dict:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation (shared by the launcher and the reference; runs before anything is written).
+
+
+def _check_vector(fn, name, a, dtype, length=None):
+    if a.ndim != 1 or (length is not None and a.shape[0] != length):
+        want = f"[{length}]" if length is not None else "1-D"
+        fail(f"kv-canary: {fn} {name} must have shape {want}, got {describe(a)}")
+    if np.dtype(a.dtype) != np.dtype(dtype):
+        fail(f"kv-canary: {name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
+    if not a.flags.c_contiguous:
+        fail(f"kv-canary: {name} must be contiguous")
+
+
+def _check_matrix(fn, name, a, dtype):
+    if a.ndim != 2:
+        fail(f"kv-canary: {fn} {name} must be 2-D, got {describe(a)}")
+    if np.dtype(a.dtype) != np.dtype(dtype):
+        fail(f"kv-canary: {name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
+    if not a.flags.c_contiguous:
+        fail(f"kv-canary: {name} must be contiguous")
+
+
+def check_plan_args(fn, *, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
+                    extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
+                    verify_capacity, req_to_verify_expected_tokens,
+                    req_to_verify_expected_tokens_valid_lens, kv_token_id_vs_position_offset) -> None:
+    """Every check of the plan launchers, in sglang's order; ``fn`` names the caller."""
+    if int(swa_window_size) > 0 and full_to_swa_index_mapping is None:
+        fail(f"kv-canary: {fn} requires full_to_swa_index_mapping when swa_window_size > 0")
+    plan_verify_capacity = int(verify_plan_out.verify_slot_indices.shape[0])
+    if int(verify_capacity) != plan_verify_capacity:
+        fail(f"kv-canary: {fn} verify_capacity={verify_capacity} does not match "
+             f"verify_plan_out.verify_slot_indices.shape[0]={plan_verify_capacity}")
+    if req_to_verify_expected_tokens is not None and req_to_verify_expected_tokens_valid_lens is None:
+        fail(f"kv-canary: {fn} requires req_to_verify_expected_tokens_valid_lens when "
+             f"req_to_verify_expected_tokens is set")
+    _check_vector(fn, "req_pool_indices", req_pool_indices, np.int64)
+    bs = int(req_pool_indices.shape[0])
+    if bs > PLAN_BS_BLOCK_SIZE:
+        fail(f"kv-canary: {fn} supports at most bs={PLAN_BS_BLOCK_SIZE} reqs per launch, got bs={bs}. "
+             f"Bump PLAN_BS_BLOCK_SIZE if real workloads need this.")
+    write_req_capacity = int(write_plan_out.write_seed_slot_indices.shape[0])
+    if bs > write_req_capacity:
+        fail(f"kv-canary: bs={bs} exceeds write_req_capacity={write_req_capacity}")
+    if int(swa_window_size) < 0:
+        fail(f"kv-canary: {fn} swa_window_size must be >= 0, got {swa_window_size}")
+    _check_vector(fn, "prefix_lens", prefix_lens, np.int64, bs)
+    _check_vector(fn, "extend_seq_lens", extend_seq_lens, np.int64, bs)
+    _check_matrix(fn, "req_to_token", req_to_token, np.int32)
+    if req_to_token.shape[1] <= 0:
+        fail(f"kv-canary: {fn} req_to_token must have at least one column, got {describe(req_to_token)}")
+    if full_to_swa_index_mapping is not None:
+        _check_vector(fn, "full_to_swa_index_mapping", full_to_swa_index_mapping, np.int64)
+        if full_to_swa_index_mapping.shape[0] == 0:
+            fail(f"kv-canary: {fn} full_to_swa_index_mapping must not be empty")
+    if req_to_verify_expected_tokens is not None:
+        _check_matrix(fn, "req_to_verify_expected_tokens", req_to_verify_expected_tokens, np.int32)
+        _check_vector(fn, "req_to_verify_expected_tokens_valid_lens",
+                      req_to_verify_expected_tokens_valid_lens, np.int64, bs)
+    elif req_to_verify_expected_tokens_valid_lens is not None:
+        _check_vector(fn, "req_to_verify_expected_tokens_valid_lens",
+                      req_to_verify_expected_tokens_valid_lens, np.int64, bs)
+    cap = plan_verify_capacity
+    for name in ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
+                 "verify_prev_slot_indices"):
+        _check_vector(fn, f"verify_plan_out.{name}", getattr(verify_plan_out, name), np.int64, cap)
+    _check_vector(fn, "verify_plan_out.verify_num_valid", verify_plan_out.verify_num_valid, np.int32, 1)
+    _check_vector(fn, "verify_plan_out.enable", verify_plan_out.enable, np.int32, 1)
+    _check_vector(fn, "write_plan_out.write_offsets", write_plan_out.write_offsets, np.int64,
+                  write_req_capacity + 1)
+    _check_vector(fn, "write_plan_out.write_seed_slot_indices", write_plan_out.write_seed_slot_indices,
+                  np.int64, write_req_capacity)
+    _check_vector(fn, "write_plan_out.write_num_valid_reqs", write_plan_out.write_num_valid_reqs,
+                  np.int32, 1)
+    int(kv_token_id_vs_position_offset)
+
+
+# ---------------------------------------------------------------------------------------------
+# The NumPy reference (the oracle).
+
+
+def _lut_ref(raw: int, lut) -> int:
+    if lut is None or raw < 0:
+        return raw
+    return int(lut[min(raw, lut.shape[0] - 1)])
+
+
+def launch_canary_plan_kernels_reference(*, verify_plan_out, write_plan_out, req_pool_indices,
+                                         prefix_lens, extend_seq_lens, req_to_token, swa_window_size,
+                                         full_to_swa_index_mapping, verify_capacity,
+                                         req_to_verify_expected_tokens,
+                                         req_to_verify_expected_tokens_valid_lens,
+                                         kv_token_id_vs_position_offset) -> None:
+    """Fill the two plans in place from NumPy inputs (same keywords as the launcher)."""
+    check_plan_args("launch_canary_plan_kernels_reference", verify_plan_out=verify_plan_out,
+                    write_plan_out=write_plan_out, req_pool_indices=req_pool_indices,
+                    prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens, req_to_token=req_to_token,
+                    swa_window_size=swa_window_size, full_to_swa_index_mapping=full_to_swa_index_mapping,
+                    verify_capacity=verify_capacity,
+                    req_to_verify_expected_tokens=req_to_verify_expected_tokens,
+                    req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
+                    kv_token_id_vs_position_offset=kv_token_id_vs_position_offset)
+    window = int(swa_window_size)
+    lut = full_to_swa_index_mapping
+    pool = req_to_verify_expected_tokens
+    offset = int(kv_token_id_vs_position_offset)
+    bs = req_pool_indices.shape[0]
+    max_seq_len = req_to_token.shape[1]
+
+    entries = []  # (slot, expected_token, position, prev_slot)
+    write_lens = []
+    seeds = []
+    for r in range(bs):
+        rp = int(req_pool_indices[r])
+        prefix, extend = int(prefix_lens[r]), int(extend_seq_lens[r])
+        if rp == 0:  # padding row
+            write_lens.append(0)
+            seeds.append(-1)
+            continue
+        start = max(prefix - window, 0) if window > 0 else 0
+        bound = -1
+        if pool is not None:
+            bound = min(int(req_to_verify_expected_tokens_valid_lens[r]), pool.shape[1])
+        for pos in range(start, prefix):
+            slot = _lut_ref(int(req_to_token[rp, pos]), lut)
+            prev = _lut_ref(int(req_to_token[rp, pos - 1]), lut) if pos > 0 else -1
+            col = pos + offset
+            token = int(pool[rp, col]) if 0 <= col < bound else -1
+            entries.append((slot, token, pos, prev))
+        write_lens.append(max(extend, 0))
+        if prefix > 0 and extend > 0:
+            seeds.append(_lut_ref(int(req_to_token[rp, min(prefix - 1, max_seq_len - 1)]), lut))
+        else:
+            seeds.append(-1)
+
+    total = len(entries)
+    cap = int(verify_capacity)
+    if 0 < total <= cap:
+        cols = np.array(entries, dtype=np.int64).T
+        verify_plan_out.verify_slot_indices[:total] = cols[0]
+        verify_plan_out.verify_expected_tokens[:total] = cols[1]
+        verify_plan_out.verify_expected_positions[:total] = cols[2]
+        verify_plan_out.verify_prev_slot_indices[:total] = cols[3]
+    verify_plan_out.verify_num_valid[0] = min(total, cap)
+    verify_plan_out.enable[0] = 1 if total <= cap else 0
+
+    offsets = np.zeros(write_plan_out.write_offsets.shape[0], dtype=np.int64)
+    offsets[1:bs + 1] = np.cumsum(np.array(write_lens, dtype=np.int64))
+    write_plan_out.write_offsets[:] = offsets
+    write_plan_out.write_seed_slot_indices[:bs] = np.array(seeds, dtype=np.int64)
+    write_plan_out.write_num_valid_reqs[0] = bs
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels.
+
+
+@cuda.jit(device=True, inline=True)
+def _lut(raw, lut, lut_len):
+    """SWA translation: negative slots pass through, others are clamped to the table."""
+    if lut_len == 0 or raw < 0:
+        return raw
+    return lut[min(raw, lut_len - 1)]
+
+
+@cuda.jit(device=True, inline=True)
+def _row_lens(r, req_pool_indices, prefix_lens, extend_seq_lens, window):
+    """(window_start, verify_len, write_len) of batch row ``r``; zeros for a padding row."""
+    if req_pool_indices[r] == 0:
+        return 0, 0, 0
+    prefix = prefix_lens[r]
+    start = 0
+    if window > 0:
+        start = max(prefix - window, 0)
+    return start, max(prefix - start, 0), max(extend_seq_lens[r], 0)
+
+
+@functools.cache
+def _offsets_kernel(threads: int):
+    """The single-block offsets kernel for a block of ``threads`` (a power of two) threads."""
+
+    @cuda.jit
+    def canary_plan_offsets_kernel(req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut,
+                                   lut_len, window, verify_capacity, scratch, verify_num_valid, enable,
+                                   write_offsets, write_seed_slot_indices, write_num_valid_reqs):
+        vsum = cuda.shared.array(threads, dtype=np.int64)
+        wsum = cuda.shared.array(threads, dtype=np.int64)
+        t = cuda.threadIdx.x
+        bs = req_pool_indices.shape[0]
+        chunk = (bs + threads - 1) // threads
+        first = t * chunk
+        last = min(first + chunk, bs)
+
+        v_local = 0
+        w_local = 0
+        r = first
+        while r < last:
+            _, vlen, wlen = _row_lens(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
+            v_local += vlen
+            w_local += wlen
+            r += 1
+        v_off, total_v = block_exclusive_scan(vsum, v_local, t, threads)
+        w_off, total_w = block_exclusive_scan(wsum, w_local, t, threads)
+        max_seq_len = req_to_token.shape[1]
+        r = first
+        while r < last:
+            _, vlen, wlen = _row_lens(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
+            scratch[r] = v_off
+            write_offsets[r] = w_off
+            v_off += vlen
+            w_off += wlen
+            seed = -1
+            prefix = prefix_lens[r]
+            if wlen > 0 and prefix > 0:  # wlen > 0 implies an active row
+                raw = req_to_token[req_pool_indices[r], min(prefix - 1, max_seq_len - 1)]
+                seed = _lut(np.int64(raw), lut, lut_len)
+            write_seed_slot_indices[r] = seed
+            r += 1
+
+        if t == 0:
+            scratch[bs] = total_v
+            write_offsets[bs] = total_w
+            write_num_valid_reqs[0] = bs
+            if total_v > verify_capacity:
+                verify_num_valid[0] = verify_capacity
+                enable[0] = 0
+            else:
+                verify_num_valid[0] = total_v
+                enable[0] = 1
+        i = bs + 1 + t
+        while i < write_offsets.shape[0]:
+            write_offsets[i] = 0
+            i += threads
+
+    return canary_plan_offsets_kernel
+
+
+@cuda.jit
+def canary_plan_entries_kernel(scratch, enable, verify_capacity, req_pool_indices, prefix_lens,
+                               extend_seq_lens, req_to_token, lut, lut_len, window, pool, valid_lens,
+                               has_pool, offset, verify_slot_indices, verify_expected_tokens,
+                               verify_expected_positions, verify_prev_slot_indices):
+    bs = req_pool_indices.shape[0]
+    total = scratch[bs]
+    if total <= 0 or enable[0] == 0 or total > verify_capacity:
+        return
+    pool_cols = pool.shape[1]
+    k = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while k < total:
+        lo = 0  # the largest row r with scratch[r] <= k (empty rows are never chosen)
+        hi = bs - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if scratch[mid] <= k:
+                lo = mid
+            else:
+                hi = mid - 1
+        r = lo
+        rp = req_pool_indices[r]
+        start, _, _ = _row_lens(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
+        pos = start + (k - scratch[r])
+        slot = _lut(np.int64(req_to_token[rp, pos]), lut, lut_len)
+        prev = np.int64(-1)
+        if pos > 0:
+            prev = _lut(np.int64(req_to_token[rp, pos - 1]), lut, lut_len)
+        token = np.int64(-1)
+        if has_pool != 0:
+            col = pos + offset
+            if col >= 0 and col < min(valid_lens[r], pool_cols):
+                token = np.int64(pool[rp, col])
+        verify_slot_indices[k] = slot
+        verify_expected_tokens[k] = token
+        verify_expected_positions[k] = pos
+        verify_prev_slot_indices[k] = prev
+        k += stride
+
+
+def _offsets_threads() -> int:
+    return 64 if device.SIMULATOR else 1024
+
+
+def _entries_geometry(capacity: int) -> tuple[int, int]:
+    threads = 64 if device.SIMULATOR else 128
+    max_blocks = 2 if device.SIMULATOR else 1024
+    return max(1, min(max_blocks, -(-capacity // threads))), threads
+
+
+def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
+                               extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
+                               verify_capacity, req_to_verify_expected_tokens,
+                               req_to_verify_expected_tokens_valid_lens,
+                               kv_token_id_vs_position_offset) -> None:
+    """Fill ``verify_plan_out`` and ``write_plan_out`` on the device (two launches, no host sync).
+
+    Inputs: ``req_pool_indices``, ``prefix_lens``, ``extend_seq_lens`` ``[bs]`` int64 (bs <= 4096 and
+    <= the WritePlan's capacity); ``req_to_token`` ``[max_reqs, max_seq_len]`` int32, C-contiguous;
+    ``full_to_swa_index_mapping`` ``[n]`` int64 or None (required when ``swa_window_size > 0``);
+    ``verify_capacity`` must equal ``verify_plan_out.verify_slot_indices.shape[0]``; the expected
+    token pool ``[max_reqs, cols]`` int32 or None, with ``valid_lens [bs]`` int64 (required with the
+    pool). Preconditions not checked (device data): ``0 <= rp < max_reqs`` and
+    ``prefix_len <= max_seq_len`` for active rows.
+    """
+    check_plan_args("launch_canary_plan_kernels", verify_plan_out=verify_plan_out,
+                    write_plan_out=write_plan_out, req_pool_indices=req_pool_indices,
+                    prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens, req_to_token=req_to_token,
+                    swa_window_size=swa_window_size, full_to_swa_index_mapping=full_to_swa_index_mapping,
+                    verify_capacity=verify_capacity,
+                    req_to_verify_expected_tokens=req_to_verify_expected_tokens,
+                    req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
+                    kv_token_id_vs_position_offset=kv_token_id_vs_position_offset)
+    bs = int(req_pool_indices.shape[0])
+    lut = full_to_swa_index_mapping
+    lut_len = 0 if lut is None else int(lut.shape[0])
+    if lut is None:
+        lut = xp.zeros(1, dtype=np.int64)
+    pool = req_to_verify_expected_tokens
+    has_pool = 0 if pool is None else 1
+    valid_lens = req_to_verify_expected_tokens_valid_lens
+    if pool is None:
+        pool = xp.zeros((1, 1), dtype=np.int32)
+        valid_lens = xp.zeros(max(bs, 1), dtype=np.int64)
+    window = int(swa_window_size)
+    cap = int(verify_capacity)
+    scratch = xp.empty(bs + 1, dtype=np.int64)
+    threads = _offsets_threads()
+    device.launch(_offsets_kernel(threads), 1, threads, req_pool_indices, prefix_lens, extend_seq_lens,
+                  req_to_token, lut, lut_len, window, cap, scratch, verify_plan_out.verify_num_valid,
+                  verify_plan_out.enable, write_plan_out.write_offsets,
+                  write_plan_out.write_seed_slot_indices, write_plan_out.write_num_valid_reqs)
+    if bs == 0:
+        return
+    blocks, threads = _entries_geometry(cap)
+    device.launch(canary_plan_entries_kernel, blocks, threads, scratch, verify_plan_out.enable, cap,
+                  req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut, lut_len, window,
+                  pool, valid_lens, has_pool, int(kv_token_id_vs_position_offset),
+                  verify_plan_out.verify_slot_indices, verify_plan_out.verify_expected_tokens,
+                  verify_plan_out.verify_expected_positions, verify_plan_out.verify_prev_slot_indices)

@@ -1,0 +1,236 @@
+"""kv-canary write: stamp this step's tokens into the canary buffer, continuing each chain.
+
+Row ``r < min(write_num_valid_reqs, R)`` of the WritePlan owns flat entries
+``[write_offsets[r], write_offsets[r + 1])`` of ``input_ids``, ``positions`` and ``out_cache_loc``.
+The chain starts at ``H(anchor)`` when ``write_seed_slot_indices[r] < 0``, else at
+``mix3(seed.prev_hash, seed.token, seed.position)`` read from the seed's canary row. For each entry
+with ``slot = out_cache_loc[i] >= 0`` (negative: skipped, no chain advance, not counted):
+
+* optional input assert (``enable_write_input_assert``): token/position differ from the expected
+  tensors -> a violation with WRITE_TOKEN_MISMATCH / WRITE_POSITION_MISMATCH bits;
+* chain-position assert (seed >= 0 and ``enable_chain_position_assert[0] != 0``): position must be
+  the previous one + 1 (starting from the seed's stored position) -> WRITE_POSITION_MISMATCH;
+* store ``(token, position, running_hash, real_kv_hash)``, then ``running_hash = mix3(running_hash,
+  token, position)``: the chain advances on the actual inputs even after a violation.
+
+``kernel_run_counter += 1`` on every call, ``slot_run_counter += slots written``.
+
+Launch geometry: one thread per plan row (a chain is serial): ``ceil(R / 32)`` blocks of 32 threads
+(one warp per block spreads the chains over many SMs). Each thread adds its written count with one
+atomic. Violation rows
+of different requests land in the ring in a racy order (see ``context``); rows of one request keep
+their order.
+
+Precondition (device data, not checked): within one launch the live slots (``out_cache_loc >= 0``)
+are pairwise distinct and none of them is a row's seed slot. sglang's allocator guarantees this. If
+two rows write one slot, or one row writes the slot another row's seed reads, the GPU result is a
+race between threads (sglang's kernel races the same way); the reference's row-by-row order (last
+write wins, seeds see earlier rows' writes) is only one possible outcome. A clamping SWA LUT
+(``plan``) that maps several full slots to its last entry breaks this precondition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+from .. import device
+from ..checks import fail
+from ..device import cuda
+from .context import (
+    VerifyOrWriteContext,
+    _check_array,
+    append_violations_reference,
+    canary_fields,
+    check_context,
+    fold_real_kv_device,
+    fold_real_kv_reference,
+    host_sources,
+    record_violation_device,
+    source_arguments,
+)
+from .hashing import (
+    CHAIN_HEAD_HASH,
+    CANARY_FIELD_POSITION,
+    CANARY_FIELD_PREV_HASH,
+    CANARY_FIELD_REAL_KV_HASH,
+    CANARY_FIELD_TOKEN,
+    FailReason,
+    as_int64,
+    mix3,
+    mix3_device,
+    slot_hash_device,
+    to_signed64,
+)
+from .plan import WritePlan
+
+_WRITE_TOKEN = int(FailReason.WRITE_TOKEN_MISMATCH)
+_WRITE_POSITION = int(FailReason.WRITE_POSITION_MISMATCH)
+
+
+def check_write_args(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
+                     expected_input_tokens, expected_input_positions) -> None:
+    """Every check of the write launcher and its reference (before anything is written)."""
+    check_context(context)
+    if enable_write_input_assert:
+        if expected_input_tokens is None or expected_input_positions is None:
+            fail("kv-canary: expected input tensors are required when enable_write_input_assert=True")
+    elif expected_input_tokens is not None or expected_input_positions is not None:
+        fail("kv-canary: expected input tensors must be None when enable_write_input_assert=False")
+    if not isinstance(plan, WritePlan):
+        fail(f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
+    r = int(plan.write_seed_slot_indices.shape[0])
+    _check_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,))
+    _check_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1)
+    _check_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,))
+    n = int(input_ids.shape[0]) if input_ids.ndim == 1 else -1
+    names = ["input_ids", "positions", "out_cache_loc"]
+    arrays = [input_ids, positions, out_cache_loc]
+    if enable_write_input_assert:
+        names += ["expected_input_tokens", "expected_input_positions"]
+        arrays += [expected_input_tokens, expected_input_positions]
+    for name, a in zip(names, arrays):
+        _check_array(name, a, np.int64, ndim=1)
+        if a.shape[0] != n:
+            fail(f"kv-canary: {name} must have the length of input_ids ({n}), got {a.shape[0]}")
+
+
+def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan: WritePlan, input_ids,
+                                         positions, out_cache_loc, enable_write_input_assert: bool,
+                                         expected_input_tokens, expected_input_positions) -> None:
+    """NumPy twin of :func:`launch_canary_write_kernel`: mutates the context's arrays in place."""
+    check_write_args(context=context, plan=plan, input_ids=input_ids, positions=positions,
+                     out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
+                     expected_input_tokens=expected_input_tokens,
+                     expected_input_positions=expected_input_positions)
+    ctx = context
+    ctx.kernel_run_counter[0] += 1
+    active = max(0, min(int(plan.write_num_valid_reqs[0]), plan.write_seed_slot_indices.shape[0]))
+    buf = canary_fields(ctx.canary_buf)
+    chain_assert_flag = ctx.enable_chain_position_assert is not None and int(ctx.enable_chain_position_assert[0]) != 0
+    sources = host_sources(ctx)
+    kind = int(ctx.kernel_kind)
+    rows, written = [], 0
+    for r in range(active):
+        start, end = int(plan.write_offsets[r]), int(plan.write_offsets[r + 1])
+        if end <= start:
+            continue
+        seed = int(plan.write_seed_slot_indices[r])
+        h = CHAIN_HEAD_HASH if seed < 0 else mix3(buf[seed, CANARY_FIELD_PREV_HASH],
+                                                  buf[seed, CANARY_FIELD_TOKEN], buf[seed, CANARY_FIELD_POSITION])
+        chain_assert = seed >= 0 and chain_assert_flag
+        last_pos = int(buf[seed, CANARY_FIELD_POSITION]) if chain_assert else 0
+        for i in range(start, end):
+            slot = int(out_cache_loc[i])
+            if slot < 0:
+                continue
+            tok, pos = int(input_ids[i]), int(positions[i])
+            rk = fold_real_kv_reference(ctx, slot, sources)
+            if enable_write_input_assert:
+                exp_tok, exp_pos = int(expected_input_tokens[i]), int(expected_input_positions[i])
+                bits = (_WRITE_TOKEN if tok != exp_tok else 0) | (_WRITE_POSITION if pos != exp_pos else 0)
+                if bits:
+                    rows.append([kind, slot, pos, tok, exp_tok, to_signed64(h), exp_pos, bits])
+            if chain_assert:
+                if pos != last_pos + 1:
+                    rows.append([kind, slot, pos, tok, tok, to_signed64(h), last_pos + 1, _WRITE_POSITION])
+                last_pos = pos
+            buf[slot, CANARY_FIELD_TOKEN] = tok
+            buf[slot, CANARY_FIELD_POSITION] = pos
+            buf[slot, CANARY_FIELD_PREV_HASH] = to_signed64(h)
+            buf[slot, CANARY_FIELD_REAL_KV_HASH] = to_signed64(rk)
+            h = mix3(h, tok, pos)
+            written += 1
+    ctx.slot_run_counter[0] += written
+    append_violations_reference(ctx, ctx.violation_ring, ctx.violation_write_index, rows)
+
+
+@cuda.jit
+def canary_write_kernel(buf, write_offsets, seeds, num_valid_reqs, input_ids, positions, out_cache_loc,
+                        kind, input_assert, expected_tokens, expected_positions, ring, write_index,
+                        slot_run_counter, kernel_run_counter, chain_assert_flag, src0, src1, src2, src3,
+                        src_params, num_sources):
+    r = cuda.grid(1)
+    if r == 0:
+        cuda.atomic.add(kernel_run_counter, 0, 1)
+    active = min(np.int64(num_valid_reqs[0]), seeds.shape[0])
+    if r >= active:
+        return
+    start = write_offsets[r]
+    end = write_offsets[r + 1]
+    if end <= start:
+        return
+    seed = seeds[r]
+    h = slot_hash_device(buf, seed)
+    chain_assert = seed >= 0 and chain_assert_flag[0] != 0
+    last_pos = np.int64(0)
+    if chain_assert:
+        last_pos = buf[seed, CANARY_FIELD_POSITION]
+    written = np.int64(0)
+    i = start
+    while i < end:
+        slot = out_cache_loc[i]
+        if slot >= 0:
+            tok = input_ids[i]
+            pos = positions[i]
+            rk = fold_real_kv_device(src0, src1, src2, src3, src_params, num_sources, slot)
+            if input_assert != 0:
+                exp_tok = expected_tokens[i]
+                exp_pos = expected_positions[i]
+                bits = 0
+                if tok != exp_tok:
+                    bits |= _WRITE_TOKEN
+                if pos != exp_pos:
+                    bits |= _WRITE_POSITION
+                if bits != 0:
+                    record_violation_device(ring, write_index, kind, slot, pos, tok, exp_tok, as_int64(h),
+                                            exp_pos, bits)
+            if chain_assert:
+                if pos != last_pos + 1:
+                    record_violation_device(ring, write_index, kind, slot, pos, tok, tok, as_int64(h),
+                                            last_pos + 1, _WRITE_POSITION)
+                last_pos = pos
+            buf[slot, CANARY_FIELD_TOKEN] = tok
+            buf[slot, CANARY_FIELD_POSITION] = pos
+            buf[slot, CANARY_FIELD_PREV_HASH] = as_int64(h)
+            buf[slot, CANARY_FIELD_REAL_KV_HASH] = as_int64(rk)
+            h = mix3_device(h, tok, pos)
+            written += 1
+        i += 1
+    if written > 0:
+        cuda.atomic.add(slot_run_counter, 0, written)
+
+
+def _write_geometry(rows: int) -> tuple[int, int]:
+    threads = 32  # one warp per block spreads the serial chains over more SMs
+    return max(1, -(-rows // threads)), threads
+
+
+def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan, input_ids, positions,
+                               out_cache_loc, enable_write_input_assert: bool, expected_input_tokens,
+                               expected_input_positions) -> None:
+    """Write canary rows for one step (see the module docstring); never reads the host.
+
+    ``input_ids``, ``positions``, ``out_cache_loc`` (and the expected tensors when
+    ``enable_write_input_assert``; they must be None otherwise): ``[num_tokens]`` int64 device arrays
+    covering every flat entry of the plan. Preconditions not checked (device data): slots and seeds
+    ``< num_slots``; ``write_offsets[min(num_valid, R)] <= num_tokens``; live slots distinct and
+    not seed slots (module docstring; otherwise the result is a race).
+    """
+    check_write_args(context=context, plan=plan, input_ids=input_ids, positions=positions,
+                     out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
+                     expected_input_tokens=expected_input_tokens,
+                     expected_input_positions=expected_input_positions)
+    ctx = context
+    words, params, n_src = source_arguments(ctx)
+    flag = ctx.enable_chain_position_assert
+    if flag is None:
+        flag = device.xp.zeros(1, dtype=np.int32)
+    exp_tok = expected_input_tokens if enable_write_input_assert else input_ids
+    exp_pos = expected_input_positions if enable_write_input_assert else positions
+    blocks, threads = _write_geometry(int(plan.write_seed_slot_indices.shape[0]))
+    device.launch(canary_write_kernel, blocks, threads, canary_fields(ctx.canary_buf), plan.write_offsets,
+                  plan.write_seed_slot_indices, plan.write_num_valid_reqs, input_ids, positions,
+                  out_cache_loc, int(ctx.kernel_kind), int(bool(enable_write_input_assert)), exp_tok,
+                  exp_pos, ctx.violation_ring, ctx.violation_write_index, ctx.slot_run_counter,
+                  ctx.kernel_run_counter, flag, *words, params, n_src)

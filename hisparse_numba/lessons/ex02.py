@@ -1,0 +1,89 @@
+"""Lesson 02 (kv-canary verify_capacity): the scenario, the unchecked plan, and the checker."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import device
+from ..kv_canary import VerifyOrWriteContext, VerifyPlan, WritePlan
+from ..kv_canary.examples import assert_plans_equal, plan_problem, run_plan, run_step
+from ..kv_canary.plan import _entries_geometry, _offsets_kernel, _offsets_threads
+
+BS, TOPK, PREFIX, MAX_SEQ_LEN = 4, 16, 25, 32
+NUM_SLOTS = (BS + 1) * MAX_SEQ_LEN  # slot ids of the linear req_to_token table
+
+
+def decode_step(prefix: int = PREFIX):
+    """The plan inputs of one decode step: 4 requests (pool rows 1..4) with ``prefix`` cached tokens."""
+    return plan_problem(list(range(1, BS + 1)), [prefix] * BS, [1] * BS, max_reqs=BS + 1,
+                        max_seq_len=MAX_SEQ_LEN)
+
+
+def tokens():
+    return (np.arange((BS + 1) * MAX_SEQ_LEN, dtype=np.int64) * 13 + 5).reshape(BS + 1, MAX_SEQ_LEN)
+
+
+def written_context():
+    """A canary buffer holding the 25-token history of every request (written by a prefill step)."""
+    ctx = VerifyOrWriteContext.allocate(NUM_SLOTS, ring_capacity=16)
+    prefill = plan_problem(list(range(1, BS + 1)), [0] * BS, [PREFIX] * BS, max_reqs=BS + 1,
+                           max_seq_len=MAX_SEQ_LEN)
+    run_step(prefill, ctx, tokens(), kernel=True)
+    device.synchronize()
+    return ctx
+
+
+def plan_without_the_check(*, verify_plan_out, write_plan_out, verify_capacity, problem):
+    """What the plan kernels do with a capacity that nobody compared to the plan (the launcher
+    minus its validation). Never call this with a capacity above the plan's length on a GPU: the
+    entries kernel would write past the end of the four arrays."""
+    inputs = problem.inputs(to_device=True)
+    bs = problem.bs
+    scratch = device.xp.empty(bs + 1, dtype=np.int64)
+    lut = device.xp.zeros(1, dtype=np.int64)
+    pool = device.xp.zeros((1, 1), dtype=np.int32)
+    valid = device.xp.zeros(bs, dtype=np.int64)
+    threads = _offsets_threads()
+    device.launch(_offsets_kernel(threads), 1, threads, inputs["req_pool_indices"], inputs["prefix_lens"],
+                  inputs["extend_seq_lens"], inputs["req_to_token"], lut, 0, 0, int(verify_capacity), scratch,
+                  verify_plan_out.verify_num_valid, verify_plan_out.enable, write_plan_out.write_offsets,
+                  write_plan_out.write_seed_slot_indices, write_plan_out.write_num_valid_reqs)
+    blocks, threads = _entries_geometry(int(verify_capacity))
+    from ..kv_canary.plan import canary_plan_entries_kernel
+
+    device.launch(canary_plan_entries_kernel, blocks, threads, scratch, verify_plan_out.enable,
+                  int(verify_capacity), inputs["req_pool_indices"], inputs["prefix_lens"],
+                  inputs["extend_seq_lens"], inputs["req_to_token"], lut, 0, 0, pool, valid, 0, 0,
+                  verify_plan_out.verify_slot_indices, verify_plan_out.verify_expected_tokens,
+                  verify_plan_out.verify_expected_positions, verify_plan_out.verify_prev_slot_indices)
+    device.synchronize()
+
+
+def _report(ok: bool, right: str, wrong: str) -> bool:
+    print(f"right: {right}" if ok else f"wrong: {wrong}")
+    return ok
+
+
+def check_plan_step(plan_step) -> bool:
+    """Exercise 02: ``plan_step(verify_plan, write_plan, inputs)`` calls ``launch_canary_plan_kernels``
+    with ``inputs`` (every other keyword) and a ``verify_capacity`` that matches ``verify_plan``.
+    Checked with three plan sizes (roomy, exactly full, one short) against the NumPy reference."""
+    for prefix, cap in ((PREFIX, 384), (PREFIX, BS * PREFIX), (PREFIX, BS * PREFIX - 1), (3, 7)):
+        problem = decode_step(prefix)
+        vp, wp = VerifyPlan.allocate(cap), WritePlan.allocate(BS)
+        try:
+            plan_step(vp, wp, problem.inputs(to_device=True))
+        except ValueError as err:
+            return _report(False, "", f"plan of {cap} entries: {err}")
+        device.synchronize()
+        got = {k: device.to_host(v) for k, v in {**vp.arrays(), **wp.arrays()}.items()}
+        want = run_plan(problem, cap, BS, kernel=False)
+        n = min(problem.needed_verify_entries(), cap) if want["enable"][0] else 0
+        for k in want:
+            if k.startswith("verify_") and k != "verify_num_valid":
+                got[k], want[k] = got[k][:n], want[k][:n]
+        try:
+            assert_plans_equal(got, want)
+        except AssertionError:
+            return _report(False, "", f"plan of {cap} entries differs from the reference")
+    return _report(True, "the capacity comes from the plan itself, for every plan size", "")

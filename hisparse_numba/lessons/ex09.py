@@ -1,0 +1,41 @@
+"""Checker for lesson 09 (hot_buffer_size >= num_top_k): predict where the misses go."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..hisparse.examples import copy_problem
+from ..hisparse.swap_in import load_cache_to_device_buffer_mla_reference
+
+
+def miss_slots_and_lru(problem: dict, row: int = 0):
+    """``(slots the misses of batch row ``row`` take, in lane order; lru_slots after)``,
+    from the NumPy reference run on a copy of ``problem``."""
+    p = copy_problem(problem)
+    batch, k = p["top_k_tokens"].shape
+    p["miss_src"] = np.full((batch, k), -1, np.int64)
+    p["miss_dst"] = np.full((batch, k), -1, np.int32)
+    p["miss_count"] = np.zeros(batch, np.int32)
+    load_cache_to_device_buffer_mla_reference(**p)
+    rid = int(p["req_pool_indices"][row])
+    h = p["hot_buffer_size"]
+    row_of_slot = {int(r): s for s, r in enumerate(p["device_buffer_locs"][rid, :h])}
+    dst = p["miss_dst"][row, :p["miss_count"][row]]
+    return [row_of_slot[int(d)] for d in dst], p["lru_slots"][rid, :h].tolist()
+
+
+def check(problem: dict, miss_slots, lru_after) -> bool:
+    """Print right or wrong for a prediction of the misses' slots and the new LRU order."""
+    want_slots, want_lru = miss_slots_and_lru(problem)
+    slots_ok = [int(s) for s in miss_slots] == want_slots
+    lru_ok = [int(s) for s in lru_after] == want_lru
+    if slots_ok and lru_ok:
+        print(f"right: the misses take slots {want_slots} and lru_slots becomes {want_lru}")
+        return True
+    if not slots_ok:
+        print(f"wrong: the misses do not take slots {list(miss_slots)} (hint: the m-th miss, in lane "
+              "order, takes the m-th least recently used slot that holds no selected position)")
+    else:
+        print(f"wrong: lru_slots does not become {list(lru_after)} (hint: unused evictable slots first, "
+              "then the slots just filled, in miss order, then the hits)")
+    return False

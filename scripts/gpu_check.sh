@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Run on a CUDA machine that reaches no package registry (the project's lent H200), from the
+# repo root, with the wheels prepared by ../shared/tools/gpu-wheels carried in .whl/.
+#   scripts/gpu_check.sh doctor tests lessons sanitize bench
+# Logs go to $OUT (or build/gpu) as one file per phase; the last lines of each are printed.
+set -uo pipefail
+OUT=${OUT:-build/gpu}
+mkdir -p "$OUT"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+export HISPARSE_NUMBA_BACKEND=cuda PYTHONUNBUFFERED=1 MPLBACKEND=Agg
+status=0
+run() {  # run NAME CMD...: tee the log, remember failures
+  local name=$1; shift
+  echo "=== $name: $*" | tee -a "$OUT/$name.txt"
+  local t0=$SECONDS
+  "$@" >>"$OUT/$name.txt" 2>&1; local rc=$?
+  echo "=== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/$name.txt"
+  tail -n 25 "$OUT/$name.txt" | grep -v '^===' ; [ $rc -eq 0 ] || status=1
+}
+for phase in "$@"; do
+  case $phase in
+    doctor)  run doctor python3 -m hisparse_numba doctor ;;
+    tests)   run tests python3 -m pytest -q -x -p no:cacheprovider tests ;;
+    lessons) run lessons python3 -m hisparse_numba lessons run --out "$OUT/lessons" ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        HISPARSE_NUMBA_TEST_SIZES=small run sanitize compute-sanitizer --tool $tool --error-exitcode 99 \
+          --print-limit 20 python3 -m pytest -q -x -p no:cacheprovider ${SANITIZE_TESTS:-tests/hisparse tests/kv_canary}
+      done ;;
+    bench)
+      for b in swap-in spec canary; do run bench python3 -m hisparse_numba bench $b; done ;;
+    *) echo "unknown phase $phase"; status=2 ;;
+  esac
+done
+exit $status
