@@ -74,6 +74,7 @@ from ..checks import (check_dtype, check_inner_contiguous, check_item_copy, chec
 from ..device import cuda, jit_kernel
 from ..blockscan import block_exclusive_scan
 from ..itemcopy import copy_item
+from .miss_plan import placeholder_plan
 from .spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
                          COUNT_LAST, COUNT_UNION, COUNT_WORK, KNUTH, MASK32, MAX_OCCURRENCES,
                          check_state, cursor_bits, epoch_bits, hash_erase_dev, hash_erase_reference,
@@ -817,14 +818,6 @@ def load_cache_to_device_buffer_spec_mla(
                      miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count)
 
 
-@functools.cache
-def _no_plan():
-    """Placeholder plan arguments for a launch that records no plan (never written)."""
-    xp = device.xp
-    return (xp.zeros((1, 1), dtype=xp.int64), xp.zeros((1, 1), dtype=xp.int32),
-            xp.zeros(1, dtype=xp.int32))
-
-
 def launch_unchecked(cfg: SpecConfig, *, top_k_tokens, device_buffer_tokens, host_cache_locs,
                      device_buffer_locs, host_cache, device_buffer, top_k_device_locs,
                      req_pool_indices, seq_lens, state, num_real_reqs, miss_src, miss_dst,
@@ -841,7 +834,7 @@ def launch_unchecked(cfg: SpecConfig, *, top_k_tokens, device_buffer_tokens, hos
     threads = block_threads(t)
     gather, commit = _kernels(cfg.steps, cfg.top_k, cfg.hot, threads, cfg.record)
     if not cfg.record:
-        miss_src, miss_dst, miss_count = _no_plan()
+        miss_src, miss_dst, miss_count = placeholder_plan()
     args = (top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
             device.byte_words(host_cache), device.byte_words(device_buffer), top_k_device_locs,
             req_pool_indices, seq_lens, state.cache_index, state.cache_policy, state.scratch_locs,
