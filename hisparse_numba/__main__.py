@@ -1,3 +1,4 @@
+"""``python -m hisparse_numba``: the same as the ``hisparse-numba`` command."""
 import sys
 
 from .cli import main

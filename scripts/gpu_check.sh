@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run on a CUDA machine that reaches no package registry (the project's lent H200), from the
 # repo root, with the wheels prepared by ../shared/tools/gpu-wheels carried in .whl/.
-#   scripts/gpu_check.sh doctor tests lessons sanitize bench
+#   scripts/gpu_check.sh doctor tests lessons bench
+# (compute-sanitizer memcheck and racecheck run inside the tests: the tests marked `gpu`.)
 # Logs go to $OUT (or build/gpu) as one file per phase; the last lines of each are printed.
 set -uo pipefail
 OUT=${OUT:-build/gpu}
@@ -25,11 +26,6 @@ for phase in "$@"; do
     doctor)  run doctor python3 -m hisparse_numba doctor ;;
     tests)   run tests python3 -m pytest -q -x -p no:cacheprovider tests ;;
     lessons) run lessons python3 -m hisparse_numba lessons run --out "$OUT/lessons" ;;
-    sanitize)
-      for tool in memcheck racecheck; do
-        HISPARSE_NUMBA_TEST_SIZES=small run sanitize compute-sanitizer --tool $tool --error-exitcode 99 \
-          --print-limit 20 python3 -m pytest -q -x -p no:cacheprovider ${SANITIZE_TESTS:-tests/hisparse tests/kv_canary}
-      done ;;
     bench)
       for b in swap-in spec canary; do run bench python3 -m hisparse_numba bench $b; done ;;
     *) echo "unknown phase $phase"; status=2 ;;

@@ -1,0 +1,1 @@
+"""GPU benchmarks: one module per kernel family, timed by ``harness`` against measured ceilings."""

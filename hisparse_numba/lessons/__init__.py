@@ -1,0 +1,1 @@
+"""The lesson runner (``runner``) and the exercise checkers the notebooks import (``exNN``)."""
