@@ -28,7 +28,9 @@ def _lessons(args) -> int:
         for lesson in runner.discover(args.dir):
             print(f"{lesson.id}  {lesson.title}")
             for entry in errors.entries_for_lesson(lesson.id):
-                print(f"      teaches: {entry.pattern}")
+                text = entry.pattern if len(entry.pattern) <= 96 else entry.pattern[:93] + "..."
+                print(f"      [{entry.origin}] {text}")
+        print("\n`hisparse-numba explain \"<message>\"` gives an entry's cause and fix.")
         return 0
     return runner.run(args.ids, args.dir, args.out, args.timeout)
 
