@@ -2,6 +2,7 @@
 # make test      run the test suite
 # Each target creates its own virtual environment (.venv) and installs what it needs.
 # On a GPU machine add the CuPy extra for your CUDA major: make test CUDA=12 (or CUDA=13).
+# Without CUDA=, tests install the `ptx` extra (NVVM) so that CPU-only CI compiles every kernel.
 PYTHON ?= python3
 VENV   ?= .venv
 CUDA   ?=
@@ -19,7 +20,7 @@ $(VENV)/.lessons-$(GPU_EXTRA): $(VENV)/bin/python pyproject.toml
 	touch $@
 
 $(VENV)/.test-$(GPU_EXTRA): $(VENV)/bin/python pyproject.toml
-	$(PIP) install -q -e ".[test,ptx$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)]"
+	$(PIP) install -q -e ".[test,$(if $(GPU_EXTRA),$(GPU_EXTRA),ptx)]"
 	touch $@
 
 comma := ,
