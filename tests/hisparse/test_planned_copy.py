@@ -37,14 +37,7 @@ def plan_case(rng, item, counts=COUNTS, num_real=None):
 
 
 def run_kernel(p):
-    d = dict(p)
-    for k, v in p.items():
-        if k == "host_cache":
-            h = device.host_cache_array(v.shape, v.dtype)
-            h[...] = v
-            d[k] = h
-        elif isinstance(v, np.ndarray):
-            d[k] = device.to_device(v)
+    d = to_device_problem(p)
     copy_cache_planned_mla(**d)
     return device.to_host(d["device_buffer"])
 
