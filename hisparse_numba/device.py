@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 
 import numpy as np
@@ -128,6 +129,14 @@ def to_host(a) -> np.ndarray:
     if _BACKEND == "cuda" and isinstance(a, xp.ndarray):
         return xp.asnumpy(a)
     return np.array(a, copy=True)
+
+
+@functools.cache
+def sm_count() -> int:
+    """Streaming multiprocessors of the GPU (1 in the simulator and in compile-only mode)."""
+    if _BACKEND != "cuda":
+        return 1
+    return int(xp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"])
 
 
 def synchronize() -> None:

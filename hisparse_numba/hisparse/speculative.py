@@ -22,13 +22,14 @@ Deterministic choices (sglang decides these by atomic races; here they are defin
 reference follows the same definitions, so kernel == reference on every output and state array):
 
 * Unique-miss numbering: ``unique_idx`` = rank of the token's *first occurrence* among the first
-  occurrences of all missed tokens, in occurrence order (block-wide prefix scan).
+  occurrences of all missed tokens, in occurrence order (block-wide prefix scan in the request's
+  last gather tile).
 * Scratch table: an *ordered* linear-probing set (Amble & Knuth): along a probe run, tokens are
   kept in decreasing order, and an insert displaces smaller tokens. Its final layout depends only
   on the set of tokens, not on the order the threads inserted them (lock-free with CAS,
   as in Shun & Blelloch's deterministic hash tables). Home position: ``Knuth(token) mod T``.
 * Misses with ``unique_idx < capacity`` land in ``scratch_locs[rid, unique_idx]`` (copied once,
-  in the gather launch); the others are *direct-overflow* misses, resolved in commit.
+  by the commit launch's copy blocks); the others are *direct-overflow* misses, resolved in commit.
 * Victims (commit): the misses that need a hot slot, in ``unique_idx`` order with ordinal ``i`` of
   ``mv``, first sample the CLOCK ring at offsets ``i + j * mv < H`` (``j < 6``) from the cursor
   (disjoint per miss), skipping slots stamped E and taking the oldest ``(E - ref) mod 2^bits``
@@ -55,10 +56,22 @@ Miss plan (optional): ``miss_src[b, u], miss_dst[b, u]`` = host location and dev
 unique miss ``u`` for every miss that was copied (scratch location >= 0, or a resolved direct
 overflow); other entries are left untouched. ``miss_count[b]`` = number of unique misses.
 
-Launch geometry: gather, grid ``(batch,)`` x ``threads`` (1024 for T = 8192): a thread owns a
-contiguous run of ``ceil(T / threads)`` occurrences; after classification and deduplication a
-warp copies one unique miss at a time (``itemcopy.copy_item``). Commit, grid ``(batch,)`` x
-``threads``, one block per request (padded rows return at once).
+Launch geometry (sglang splits the work the same way: many gather blocks per request, one commit
+block per request; here the host copy moved from the gather to the commit launch):
+
+* Gather, grid ``(batch, tiles)`` x ``tile`` threads (``tile`` = 1024 on a GPU, 32 in the
+  simulator so that small tests run several tiles). Thread ``i`` of tile ``y`` classifies
+  occurrences ``(y * reps + r) * tile + i`` for ``r < reps``; ``reps`` grows with the batch so that
+  every tile fits in one wave (two 1024-thread blocks per SM). A tile writes the outputs of its
+  non-miss occurrences, stamps its hits (adding the newly stamped ones to the union counter),
+  inserts its misses into the scratch table and appends them to a miss list. The tile that
+  finishes last (an arrival counter after a ``threadfence``) numbers the request's unique misses,
+  writes the misses' outputs and the plan, and lists the scratch copies for the commit.
+* Commit, grid ``(batch, 1 + C)`` x ``threads``. Block ``(b, 0)`` is the commit proper (victims,
+  promotion, hash, direct overflow). Blocks ``(b, 1..C)`` copy the listed scratch misses from the
+  host pool meanwhile (``itemcopy.copy_items_flat`` over the flattened (item, word) space), so the
+  serial part of the commit hides under the PCIe time. ``C`` gives about two blocks per SM in all.
+* The launch pair's private buffers (copy list, miss list, arrival counters) are ``Workspace``.
 """
 
 from __future__ import annotations
@@ -73,7 +86,7 @@ from ..checks import (check_dtype, check_inner_contiguous, check_item_copy, chec
                       check_ndim, fail, row_stride)
 from ..device import cuda, jit_kernel
 from ..blockscan import block_exclusive_scan
-from ..itemcopy import copy_item
+from ..itemcopy import copy_item, copy_items_flat
 from .miss_plan import placeholder_plan
 from .spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
                          COUNT_LAST, COUNT_UNION, COUNT_WORK, KNUTH, MASK32, MAX_OCCURRENCES,
@@ -485,34 +498,39 @@ def classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index, b, rid, occ
 
 
 @functools.cache
-def _kernels(steps: int, top_k: int, hot: int, threads: int, record: bool):
-    """The gather and commit kernels for one compile-time configuration."""
+def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: int, record: bool):
+    """The gather and commit kernels for one compile-time configuration: ``threads`` per commit
+    block; gather blocks of ``tile`` threads, each thread classifying ``reps`` occurrences."""
     t = steps * top_k
-    per_thread = (t + threads - 1) // threads
+    tiles = -(-t // (tile * reps))      # gather blocks per request
+    share = -(-t // tile)               # occurrences per thread when one gather tile covers all T
+    words_t = (t + 31) // 32
     warps = threads // LANES
     cbits, ebits = cursor_bits(hot), epoch_bits(hot)
     cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
 
-    @jit_kernel(max_threads=threads)
+    @jit_kernel(max_threads=tile)
     def gather(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, req_pool_indices,
                seq_lens, cache_index, cache_policy, scratch_locs, ss, meta64, num_real_reqs,
-               miss_src, miss_dst, miss_count, words_per_item, tail, n):
+               miss_src, miss_dst, miss_count, copy_src, copy_dst, copy_count, miss_occ, arrivals,
+               words_per_item, tail, n):
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
+        first = cuda.blockIdx.y * reps * tile + tid        # occurrences first + r * tile, r < reps
         if b >= num_real_reqs[0]:
-            i = tid
-            while i < t:
-                out[b, i // top_k, i % top_k] = 0
-                i += threads
-            if record and tid == 0:
+            for r in range(reps):
+                occ = first + r * tile
+                if occ < t:
+                    out[b, occ // top_k, occ % top_k] = 0
+            if record and first == 0:
                 miss_count[b] = 0
             return
         first_occ = cuda.shared.array(t, np.int32)
-        scan = cuda.shared.array(threads, np.int32)
-        hits = cuda.shared.array(1, np.int32)
-        ltok = cuda.local.array(per_thread, np.int64)
-        lres = cuda.local.array(per_thread, np.int64)
-        lpos = cuda.local.array(per_thread, np.int32)
+        first_bits = cuda.shared.array(words_t, np.uint32)
+        scan = cuda.shared.array(tile, np.int32)
+        shared = cuda.shared.array(3, np.int32)      # hits, misses, then the miss-list base
+        lp = cuda.local.array(share, np.int32)
+        lo = cuda.local.array(share, np.int32)
         rid = req_pool_indices[b]
         row = rid + 1
         cap = scratch_locs.shape[1]
@@ -520,74 +538,123 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, record: bool):
         gen = np.int64(ss[0, 3 * n + rid])
         degraded = gen < 0
         sigma = next_sigma_dev(gen)
-        i = tid
-        while i < t:
-            first_occ[i] = t
-            i += threads
         if tid == 0:
-            hits[0] = 0
+            shared[0] = 0
+            shared[1] = 0
         cuda.syncthreads()
-        for j in range(per_thread):
-            occ = tid * per_thread + j
-            lpos[j] = -1
-            lres[j] = -1
+
+        # 1. every tile classifies its occurrences: outputs of non-misses, stamps, table inserts;
+        # lp[r] = the miss's rank in this tile, -1 if occurrence r is not a miss
+        for r in range(reps):
+            occ = first + r * tile
+            lp[r] = -1
             if occ < t:
                 kind, val, tok = classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index,
                                               b, rid, occ, top_k, steps, hot, tail, degraded)
-                ltok[j] = tok
+                res = np.int64(-1)
                 if kind == 1:
-                    lres[j] = val
+                    res = val
                 elif kind == 2:
-                    lres[j] = dbl[rid, val]
-                    old = cuda.atomic.exch(cache_policy, (row, val), np.int32(e_now))
-                    if old != e_now:
-                        cuda.atomic.add(hits, 0, 1)
+                    res = dbl[rid, val]
+                    if cuda.atomic.exch(cache_policy, (row, val), np.int32(e_now)) != e_now:
+                        cuda.atomic.add(shared, 0, 1)
                 elif kind == 3:
-                    lpos[j] = -2
                     table_insert_dev(meta64, row, t, sigma, tok)
+                    lp[r] = cuda.atomic.add(shared, 1, 1)
+                if kind != 3:
+                    out[b, occ // top_k, occ % top_k] = res
         cuda.syncthreads()
-        for j in range(per_thread):
-            if lpos[j] == -2:
-                p = table_find_dev(meta64, row, t, sigma, ltok[j])
-                lpos[j] = p
-                cuda.atomic.min(first_occ, p, tid * per_thread + j)
+        if tid == 0:
+            cuda.atomic.add(ss, (0, 2 * n + rid), shared[0])
+            shared[2] = cuda.atomic.add(arrivals, (b, 0), shared[1])
         cuda.syncthreads()
+        for r in range(reps):
+            if lp[r] >= 0:
+                miss_occ[b * t + shared[2] + lp[r]] = first + r * tile
+
+        # 2. the last tile to finish numbers the request's unique misses (threadfence pattern)
+        cuda.threadfence()
+        cuda.syncthreads()
+        if tid == 0:
+            shared[0] = 1 if cuda.atomic.add(arrivals, (b, 1), 1) == tiles - 1 else 0
+            cuda.threadfence()
+        cuda.syncthreads()
+        if shared[0] == 0:
+            return
+        cuda.threadfence()
+        num_miss_occ = arrivals[b, 0]
+        i = tid
+        while i < t:
+            first_occ[i] = t
+            i += tile
+        i = tid
+        while i < words_t:
+            first_bits[i] = 0
+            i += tile
+        cuda.syncthreads()
+        # 2a. first occurrence of each missed token (by scratch-table position)
+        for j in range(share):
+            k = j * tile + tid
+            lp[j] = -1
+            if k < num_miss_occ:
+                o = miss_occ[b * t + k]
+                s = o // top_k
+                p = table_find_dev(meta64, row, t, sigma, top_k_tokens[b, s, o - s * top_k])
+                lo[j] = o
+                lp[j] = p
+                cuda.atomic.min(first_occ, p, o)
+        cuda.syncthreads()
+        i = tid
+        while i < t:
+            o = first_occ[i]
+            if o < t:
+                cuda.atomic.or_(first_bits, o >> 5, np.uint32(1) << np.uint32(o & 31))
+            i += tile
+        cuda.syncthreads()
+        # 2b. unique_idx = rank of the first occurrence among first occurrences (occurrence order)
+        o0 = tid * share
+        o1 = min(t, o0 + share)
         count = 0
-        for j in range(per_thread):
-            if lpos[j] >= 0 and first_occ[lpos[j]] == tid * per_thread + j:
-                count += 1
-        base, m = block_exclusive_scan(scan, count, tid, threads)
-        for j in range(per_thread):
-            p = lpos[j]
-            if p >= 0 and first_occ[p] == tid * per_thread + j:
-                meta64[row, t + p] = (sigma << 32) | base
-                ss[row, 4 * t + base] = p
-                base += 1
-        cuda.syncthreads()
-        for j in range(per_thread):
-            occ = tid * per_thread + j
-            if occ < t:
-                p = lpos[j]
-                if p >= 0:
-                    u = meta64[row, t + p] & 0xFFFFFFFF
-                    lres[j] = scratch_locs[rid, u] if u < cap else -2 - u
-                out[b, occ // top_k, occ % top_k] = lres[j]
-        warp = tid // LANES
-        lane = tid % LANES
-        u = warp
-        while u < m and u < cap:
-            dst = scratch_locs[rid, u]
-            if dst >= 0:
-                p = ss[row, 4 * t + u] & COMPACT_POS_MASK
+        for o in range(o0, o1):
+            count += (first_bits[o >> 5] >> (o & 31)) & 1
+        base, m = block_exclusive_scan(scan, count, tid, tile)
+        copies = 0
+        u = base
+        for o in range(o0, o1):
+            if (first_bits[o >> 5] >> (o & 31)) & 1:
+                s = o // top_k
+                p = table_find_dev(meta64, row, t, sigma, top_k_tokens[b, s, o - s * top_k])
+                meta64[row, t + p] = (sigma << 32) | u
+                ss[row, 4 * t + u] = p
+                first_occ[p] = u                 # from here on: table position -> unique_idx
+                if u < cap and scratch_locs[rid, u] >= 0:
+                    copies += 1
+                u += 1
+        # 2c. the copy list (unique misses that land in scratch, in unique_idx order) and plan
+        entry, num_copies = block_exclusive_scan(scan, copies, tid, tile)
+        for u in range(base, base + count):
+            if u < cap and scratch_locs[rid, u] >= 0:
+                p = ss[row, 4 * t + u]
                 src = hcl[rid, meta64[row, p] & 0xFFFFFFFF]
-                copy_item(host_words, src, dev_words, dst, words_per_item, lane, LANES)
-                if record and lane == 0:
+                dst = scratch_locs[rid, u]
+                copy_src[b * t + entry] = src
+                copy_dst[b * t + entry] = dst
+                entry += 1
+                if record:
                     miss_src[b, u] = src
                     miss_dst[b, u] = dst
-            u += warps
+        # 2d. outputs of the miss occurrences
+        for j in range(share):
+            if lp[j] >= 0:
+                u = first_occ[lp[j]]
+                o = lo[j]
+                s = o // top_k
+                out[b, s, o - s * top_k] = scratch_locs[rid, u] if u < cap else -2 - u
         if tid == 0:
+            copy_count[b] = num_copies
             ss[0, n + rid] = m
-            ss[0, 2 * n + rid] = hits[0]
+            arrivals[b, 0] = 0
+            arrivals[b, 1] = 0
 
     @cuda.jit(device=True, inline=True)
     def needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
@@ -600,10 +667,17 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, record: bool):
     @jit_kernel(max_threads=threads)
     def commit(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, req_pool_indices,
                seq_lens, cache_index, cache_policy, scratch_locs, ss, meta64, num_real_reqs,
-               miss_src, miss_dst, miss_count, words_per_item, tail, n):
+               miss_src, miss_dst, miss_count, copy_src, copy_dst, copy_count, miss_occ, arrivals,
+               words_per_item, tail, n):
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         if b >= num_real_reqs[0]:
+            return
+        if cuda.blockIdx.y > 0:
+            # copy blocks: move the scratch misses listed by the gather, while block 0 commits
+            copy_items_flat(host_words, copy_src, b * t, dev_words, copy_dst, b * t,
+                            copy_count[b], words_per_item, (cuda.blockIdx.y - 1) * threads + tid,
+                            (cuda.gridDim.y - 1) * threads)
             return
         vict = cuda.shared.array(t, np.int16)
         aux = cuda.shared.array(t, np.int16)
@@ -792,6 +866,25 @@ def block_threads(num_occurrences: int) -> int:
     return min(MAX_THREADS, max(LANES, -(-int(num_occurrences) // LANES) * LANES))
 
 
+def gather_tile(num_occurrences: int) -> int:
+    """Occurrences (= threads) per gather block. The simulator uses 32 so that small tests run
+    several tiles per request, as sglang's sizes do on a GPU."""
+    threads = block_threads(num_occurrences)
+    return threads if device.backend() == "cuda" else min(threads, LANES)
+
+
+def gather_reps(batch: int, num_occurrences: int, tile: int) -> int:
+    """Occurrences per gather thread: the fewest that keep all gather blocks in one wave (two
+    blocks per SM). The simulator uses 2 whenever a request has more than two tiles."""
+    tiles = -(-int(num_occurrences) // tile)
+    if device.backend() != "cuda":
+        return 2 if tiles > 2 else 1
+    reps = 1
+    while reps < tiles and batch * -(-tiles // reps) > 2 * device.sm_count():
+        reps += 1
+    return reps
+
+
 def load_cache_to_device_buffer_spec_mla(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
@@ -832,15 +925,63 @@ def launch_unchecked(cfg: SpecConfig, *, top_k_tokens, device_buffer_tokens, hos
         return
     t = cfg.steps * cfg.top_k
     threads = block_threads(t)
-    gather, commit = _kernels(cfg.steps, cfg.top_k, cfg.hot, threads, cfg.record)
+    tile = gather_tile(t)
+    reps = gather_reps(cfg.batch, t, tile)
+    gather, commit = _kernels(cfg.steps, cfg.top_k, cfg.hot, threads, tile, reps, cfg.record)
     if not cfg.record:
         miss_src, miss_dst, miss_count = placeholder_plan()
+    work = workspace(cfg.batch, t)
     args = (top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
             device.byte_words(host_cache), device.byte_words(device_buffer), top_k_device_locs,
             req_pool_indices, seq_lens, state.cache_index, state.cache_policy, state.scratch_locs,
             state.scratch_state, state.scratch_state.view(np.int64), num_real_reqs,
-            miss_src, miss_dst, miss_count, cfg.item_size_bytes // 8, cfg.tail, cfg.num_requests)
-    device.launch(gather, cfg.batch, threads, *args)
+            miss_src, miss_dst, miss_count, *work, cfg.item_size_bytes // 8, cfg.tail,
+            cfg.num_requests)
+    try:
+        device.launch(gather, (cfg.batch, -(-t // (tile * reps))), tile, *args)
+    except Exception:
+        # Only the simulator raises inside a kernel (an out-of-bounds index): the arrival counters
+        # of the aborted launch must not leak into the next one.
+        work.arrivals[...] = 0
+        raise
     if between is not None:
         between()
-    device.launch(commit, cfg.batch, threads, *args)
+    device.launch(commit, (cfg.batch, 1 + copy_blocks(cfg.batch)), threads, *args)
+
+
+class Workspace(NamedTuple):
+    """Private buffers of the launch pair (row ``b`` of a flat buffer starts at ``b * T``).
+
+    copy_src / copy_dst ``[batch * T]`` int64: the scratch misses to copy, listed by the gather,
+    copied by the commit grid's copy blocks; copy_count ``[batch]`` int32. miss_occ ``[batch * T]``
+    int32: the occurrences that missed, in arrival order. arrivals ``[batch, 2]`` int32: miss
+    occurrences listed and gather tiles finished; zero between launches (the last tile resets them).
+    """
+
+    copy_src: object
+    copy_dst: object
+    copy_count: object
+    miss_occ: object
+    arrivals: object
+
+
+@functools.lru_cache(maxsize=8)
+def workspace(batch: int, num_occurrences: int) -> Workspace:
+    """The workspace for ``batch`` rows of ``num_occurrences`` (kernels on one stream run in
+    order, so calls of the same size share it)."""
+    xp = device.xp
+    return Workspace(xp.empty(batch * num_occurrences, dtype=xp.int64),
+                     xp.empty(batch * num_occurrences, dtype=xp.int64),
+                     xp.empty(batch, dtype=xp.int32),
+                     xp.empty(batch * num_occurrences, dtype=xp.int32),
+                     xp.zeros((batch, 2), dtype=xp.int32))
+
+
+def copy_blocks(batch: int) -> int:
+    """Copy blocks per request in the commit grid: about two 1024-thread blocks per SM in all.
+
+    The simulator gets two, so that tests exercise the split.
+    """
+    if device.backend() != "cuda":
+        return 2
+    return max(1, min(64, (2 * device.sm_count() - batch) // batch))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
-from ..device import cuda
 from ..hisparse import speculative as spec
 from ..hisparse.miss_plan import alloc_miss_plan
 from ..hisparse.spec_examples import make_spec_problem, mismatches, run_kernel_and_reference, set_selection
@@ -50,28 +49,21 @@ def launch_unchecked(kw) -> None:
     """Launch the speculative gather + commit kernels WITHOUT ``check_speculative``: the same
     arguments as ``load_cache_to_device_buffer_spec_mla`` passes, for lessons that show what the
     checks prevent. Never use it elsewhere."""
-    xp = device.xp
     state = kw["state"]
     batch, steps, top_k = (int(x) for x in kw["top_k_tokens"].shape)
     hot = int(state.cache_policy.shape[1])
-    tail = int(kw["device_buffer_tokens"].shape[1]) - hot
-    n = int(state.scratch_locs.shape[0])
-    record = kw.get("miss_src") is not None
-    threads = spec.block_threads(steps * top_k)
-    gather, commit = spec._kernels(steps, top_k, hot, threads, record)
-    plan = (kw["miss_src"], kw["miss_dst"], kw["miss_count"]) if record else (
-        xp.zeros((1, 1), dtype=xp.int64), xp.zeros((1, 1), dtype=xp.int32), xp.zeros(1, dtype=xp.int32))
-    scratch_state = cuda.to_device(state.scratch_state) if device.SIMULATOR else state.scratch_state
-    item_size_bytes = int(kw["host_cache"].strides[0])
-    args = (kw["top_k_tokens"], kw["device_buffer_tokens"], kw["host_cache_locs"], kw["device_buffer_locs"],
-            device.byte_words(kw["host_cache"]), device.byte_words(kw["device_buffer"]),
-            kw["top_k_device_locs"], kw["req_pool_indices"], kw["seq_lens"], state.cache_index,
-            state.cache_policy, state.scratch_locs, scratch_state, scratch_state.view(np.int64),
-            kw["num_real_reqs"], *plan, item_size_bytes // 8, tail, n)
-    device.launch(gather, batch, threads, *args)
-    device.launch(commit, batch, threads, *args)
-    if device.SIMULATOR:
-        scratch_state.copy_to_host(state.scratch_state)
+    cfg = spec.SpecConfig(batch=batch, steps=steps, top_k=top_k, hot=hot,
+                          tail=int(kw["device_buffer_tokens"].shape[1]) - hot,
+                          num_requests=int(state.scratch_locs.shape[0]),
+                          capacity=int(state.scratch_locs.shape[1]),
+                          item_size_bytes=int(kw["host_cache"].strides[0]),
+                          record=kw.get("miss_src") is not None)
+    spec.launch_unchecked(cfg, **{k: kw.get(k) for k in LAUNCH_KEYWORDS})
+
+
+LAUNCH_KEYWORDS = ("top_k_tokens", "device_buffer_tokens", "host_cache_locs", "device_buffer_locs",
+                   "host_cache", "device_buffer", "top_k_device_locs", "req_pool_indices",
+                   "seq_lens", "state", "num_real_reqs", "miss_src", "miss_dst", "miss_count")
 
 
 def run_both(kw):
