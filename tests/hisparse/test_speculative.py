@@ -113,6 +113,21 @@ def test_padded_request_clears_stale_plan_count():
     assert (got["top_k_device_locs"][1] == 0).all()
 
 
+@pytest.mark.skipif(ON_GPU, reason="only the simulator raises inside a kernel")
+def test_aborted_launch_leaves_the_workspace_clean():
+    from hisparse_numba.hisparse.speculative import check_speculative, launch_unchecked, workspace
+    kw = problem(record=True)
+    tokens, unique = cross_step_selection()
+    set_selection(kw, tokens, np.full(S, SEQ))
+    args = {k: v for k, v in kw.items() if k != "item_size_bytes"}
+    cfg = check_speculative(**args, item_size_bytes=kw.get("item_size_bytes"), for_kernel=True)
+    short = dict(args, miss_src=kw["miss_src"][:, :1], miss_dst=kw["miss_dst"][:, :1])
+    with pytest.raises(IndexError):                  # plan entry 1 of a 1-column plan
+        launch_unchecked(cfg, **short)
+    assert not device.to_host(workspace(cfg.batch, T).arrivals).any()
+    run(kw)                                          # same sizes, same workspace: still exact
+
+
 def test_resolves_speculative_extra_page_slots_without_host_io():
     kw = problem()
     draft = SEQ - S + np.arange(S)
