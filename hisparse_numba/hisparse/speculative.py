@@ -867,8 +867,8 @@ def block_threads(num_occurrences: int) -> int:
 
 
 def gather_tile(num_occurrences: int) -> int:
-    """Occurrences (= threads) per gather block. The simulator uses 32 so that small tests run
-    several tiles per request, as sglang's sizes do on a GPU."""
+    """Threads per gather block (each classifies ``gather_reps`` occurrences). The simulator uses
+    32 so that small tests run several tiles per request, as sglang's sizes do on a GPU."""
     threads = block_threads(num_occurrences)
     return threads if device.backend() == "cuda" else min(threads, LANES)
 

@@ -45,6 +45,11 @@ def spec_problem(seed: int = 0, *, batch: int = 2, steps: int = 2, top_k: int = 
     return kw
 
 
+LAUNCH_KEYWORDS = ("top_k_tokens", "device_buffer_tokens", "host_cache_locs", "device_buffer_locs",
+                   "host_cache", "device_buffer", "top_k_device_locs", "req_pool_indices",
+                   "seq_lens", "state", "num_real_reqs", "miss_src", "miss_dst", "miss_count")
+
+
 def launch_unchecked(kw) -> None:
     """Launch the speculative gather + commit kernels WITHOUT ``check_speculative``: the same
     arguments as ``load_cache_to_device_buffer_spec_mla`` passes, for lessons that show what the
@@ -59,11 +64,6 @@ def launch_unchecked(kw) -> None:
                           item_size_bytes=int(kw["host_cache"].strides[0]),
                           record=kw.get("miss_src") is not None)
     spec.launch_unchecked(cfg, **{k: kw.get(k) for k in LAUNCH_KEYWORDS})
-
-
-LAUNCH_KEYWORDS = ("top_k_tokens", "device_buffer_tokens", "host_cache_locs", "device_buffer_locs",
-                   "host_cache", "device_buffer", "top_k_device_locs", "req_pool_indices",
-                   "seq_lens", "state", "num_real_reqs", "miss_src", "miss_dst", "miss_count")
 
 
 def run_both(kw):
