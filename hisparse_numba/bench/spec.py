@@ -15,13 +15,11 @@ Each request has its own host rows. Compared, per batch size:
 GPU time is CUDA events around back-to-back calls (the per-call selection update, a 2 MB device
 copy, is timed alone and subtracted). The floor is the bytes that must cross PCIe (unique misses x
 item size x layers) at the measured pinned host-to-device memcpy bandwidth; ``floor %`` is
-floor time / GPU time. For scale, sglang's C++ launch pair: 28 us (batch 1), 92 us (batch 8),
-613 us (batch 64).
+floor time / GPU time. For scale, sglang's C++ launch pair (gather, then commit): 28 us
+(batch 1), 92 us (batch 8), 613 us (batch 64).
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -39,8 +37,6 @@ SGLANG_US = {1: 28.0, 8: 92.0, 64: 613.0}
 def add_arguments(parser) -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
     parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--phases", action="store_true",
-                        help="also time the gather and the commit kernel of spec_1_full separately")
     parser.add_argument("--variants", nargs="+",
                         default=["lru_1_full", "spec_1_full", "spec_4_full", "spec_1_full_3_shared"])
 
@@ -109,9 +105,6 @@ def run(args) -> int:
             lru = _lru_variant(batch, sel, calls, positions)
             if lru is not None:
                 variants["lru_1_full"] = (lru, 1)
-        if args.phases:
-            g_us, c_us = phase_times_us(layers[0], next_selection, args.iters)
-            print(f"batch {batch}: spec_1_full phases: gather {g_us:.1f} us, commit {c_us:.1f} us")
         sel_ms = gpu_time_ms(next_selection, iters=args.iters)
         for name in args.variants:
             if name not in variants:
@@ -133,43 +126,6 @@ def run(args) -> int:
         xp.get_default_memory_pool().free_all_blocks()
     print_table(rows, ["variant", "batch", "gpu_us", "floor_us", "floor_pct", "gbps", "sglang_us"])
     return 0
-
-
-def phase_times_us(kw, next_selection, iters):
-    """Mean GPU microseconds of the gather and of the commit kernel of one speculative call.
-
-    CUDA events before, between and after the two launches of each call; the calls are queued
-    behind the hold kernel, so host overhead stays out.
-    """
-    from ..hisparse.speculative import check_speculative, launch_unchecked
-    from .harness import hold_kernel, hold_ms
-
-    cp = device.xp
-    launch_kw = {k: v for k, v in kw.items() if k != "item_size_bytes"}
-    cfg = check_speculative(**launch_kw, item_size_bytes=kw.get("item_size_bytes"), for_kernel=True)
-
-    def call(between=None):
-        next_selection()
-        launch_unchecked(cfg, **launch_kw, between=between)
-
-    call()                                      # compiles on the first call
-    device.synchronize()
-    t0 = time.perf_counter()
-    call()
-    host_ms = (time.perf_counter() - t0) * 1e3
-    events = []
-    device.synchronize()
-    device.launch(hold_kernel, 1, 1, hold_ms(iters, host_ms))
-    for _ in range(iters):
-        e = (cp.cuda.Event(), cp.cuda.Event(), cp.cuda.Event())
-        e[0].record()
-        call(between=e[1].record)
-        e[2].record()
-        events.append(e)
-    device.synchronize()
-    gather = sum(cp.cuda.get_elapsed_time(a, b) for a, b, _ in events) / iters
-    commit = sum(cp.cuda.get_elapsed_time(b, c) for _, b, c in events) / iters
-    return gather * 1e3, commit * 1e3
 
 
 def _lru_variant(batch, sel, calls, positions):

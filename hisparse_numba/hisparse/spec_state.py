@@ -47,6 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
+from ..blockscan import block_exclusive_scan
 from ..checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
 from ..device import cuda
 
@@ -228,15 +229,15 @@ def hash_lookup_dev(cache_index, rid, dbt, token, hot, degraded):
         if dbt[rid, token] == token:
             return token
     mask = cache_index.shape[2] - 1
-    e = cache_index[rid, 0, h0_dev(token, mask)]
-    if e >= 0 and (e & 0xFFFFFFFF) == token:
-        slot = e >> 32
+    e0 = cache_index[rid, 0, h0_dev(token, mask)]     # both banks read at once: one latency
+    e1 = cache_index[rid, 1, h1_dev(token, mask)]
+    if e0 >= 0 and (e0 & 0xFFFFFFFF) == token:
+        slot = e0 >> 32
         if slot < hot:
             if dbt[rid, slot] == token:
                 return slot
-    e = cache_index[rid, 1, h1_dev(token, mask)]
-    if e >= 0 and (e & 0xFFFFFFFF) == token:
-        slot = e >> 32
+    if e1 >= 0 and (e1 & 0xFFFFFFFF) == token:
+        slot = e1 >> 32
         if slot < hot:
             if dbt[rid, slot] == token:
                 return slot
@@ -261,10 +262,11 @@ def hash_erase_dev(cache_index, rid, token, slot):
 
 
 @cuda.jit(device=True, inline=True)
-def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, tid, nthreads):
+def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid, nthreads):
     """Insert ``(slots[i] << 32) | dbt[rid, slots[i]]`` for every ``i < n_items`` with
     ``slots[i] >= 0`` (rounds of the module docstring). ``pend`` is a scratch shared array of
-    ``n_items``; ``flag[0]`` is set to 1 by thread 0 when the hash degrades."""
+    ``n_items``, ``scan`` a shared int32 array of ``nthreads``; ``flag[0]`` is set to 1 by thread 0
+    when the hash degrades."""
     mask = cache_index.shape[2] - 1
     i = tid
     while i < n_items:
@@ -300,8 +302,26 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, tid, nthr
                 pend[i] = 0 if cache_index[rid, bank, b] == ((s << 32) | tok) else 1
             i += nthreads
         cuda.syncthreads()
+    # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
+    # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
+    chunk = (n_items + nthreads - 1) // nthreads
+    i0 = min(n_items, tid * chunk)
+    i1 = min(n_items, i0 + chunk)
+    count = 0
+    for i in range(i0, i1):
+        if pend[i] != 0:
+            count += 1
+    k, left = block_exclusive_scan(scan, count, tid, nthreads)
+    listed = left <= nthreads
+    if listed:
+        for i in range(i0, i1):
+            if pend[i] != 0:
+                scan[k] = i
+                k += 1
+        cuda.syncthreads()
     if tid == 0:
-        for i in range(n_items):
+        for j in range(left if listed else n_items):
+            i = scan[j] if listed else j
             if pend[i] != 0:
                 s = np.int64(slots[i])
                 e = (s << 32) | np.int64(dbt[rid, s])
@@ -310,21 +330,22 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, tid, nthr
                     tok = e & 0xFFFFFFFF
                     b0 = h0_dev(tok, mask)
                     b1 = h1_dev(tok, mask)
-                    if cache_index[rid, 0, b0] < 0:
+                    c0 = cache_index[rid, 0, b0]    # both buckets read at once: one latency
+                    c1 = cache_index[rid, 1, b1]
+                    if c0 < 0:
                         cache_index[rid, 0, b0] = e
                         placed = True
                         break
-                    if cache_index[rid, 1, b1] < 0:
+                    if c1 < 0:
                         cache_index[rid, 1, b1] = e
                         placed = True
                         break
                     if kick % 2 == 0:
-                        old = cache_index[rid, 0, b0]
                         cache_index[rid, 0, b0] = e
+                        e = c0
                     else:
-                        old = cache_index[rid, 1, b1]
                         cache_index[rid, 1, b1] = e
-                    e = old
+                        e = c1
                 if not placed:
                     flag[0] = 1
     cuda.syncthreads()
@@ -453,6 +474,7 @@ def _init_kernel(hot: int):
         slots = cuda.shared.array(hot, np.int16)
         pend = cuda.shared.array(hot, np.int16)
         flag = cuda.shared.array(1, np.int32)
+        scan = cuda.shared.array(INIT_THREADS, np.int32)
         hs = cache_index.shape[2]
         i = tid
         while i < 2 * hs:
@@ -473,7 +495,7 @@ def _init_kernel(hot: int):
             for bank in range(4):
                 scratch_state[0, bank * n + rid] = 0
         cuda.syncthreads()
-        hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, tid, nthreads)
+        hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, scan, tid, nthreads)
         if tid == 0 and flag[0] != 0:
             scratch_state[0, 3 * n + rid] = pack_generation_dev(0, True)
 

@@ -22,14 +22,14 @@ Deterministic choices (sglang decides these by atomic races; here they are defin
 reference follows the same definitions, so kernel == reference on every output and state array):
 
 * Unique-miss numbering: ``unique_idx`` = rank of the token's *first occurrence* among the first
-  occurrences of all missed tokens, in occurrence order (block-wide prefix scan in the request's
-  last gather tile).
+  occurrences of all missed tokens, in occurrence order (a block scan per tile plus the counts of
+  the earlier tiles, see Launch geometry).
 * Scratch table: an *ordered* linear-probing set (Amble & Knuth): along a probe run, tokens are
   kept in decreasing order, and an insert displaces smaller tokens. Its final layout depends only
   on the set of tokens, not on the order the threads inserted them (lock-free with CAS,
   as in Shun & Blelloch's deterministic hash tables). Home position: ``Knuth(token) mod T``.
 * Misses with ``unique_idx < capacity`` land in ``scratch_locs[rid, unique_idx]`` (copied once,
-  by the commit launch's copy blocks); the others are *direct-overflow* misses, resolved in commit.
+  by the tile that numbered it); the others are *direct-overflow* misses, resolved in commit.
 * Victims (commit): the misses that need a hot slot, in ``unique_idx`` order with ordinal ``i`` of
   ``mv``, first sample the CLOCK ring at offsets ``i + j * mv < H`` (``j < 6``) from the cursor
   (disjoint per miss), skipping slots stamped E and taking the oldest ``(E - ref) mod 2^bits``
@@ -56,22 +56,29 @@ Miss plan (optional): ``miss_src[b, u], miss_dst[b, u]`` = host location and dev
 unique miss ``u`` for every miss that was copied (scratch location >= 0, or a resolved direct
 overflow); other entries are left untouched. ``miss_count[b]`` = number of unique misses.
 
-Launch geometry (sglang splits the work the same way: many gather blocks per request, one commit
-block per request; here the host copy moved from the gather to the commit launch):
+Launch geometry. sglang splits the work into a launch pair (gather, then commit) because the commit
+needs a grid-wide barrier. Here one launch does both, with a barrier per request instead, so that
+a request's commit and every tile's host copies overlap:
 
-* Gather, grid ``(batch, tiles)`` x ``tile`` threads (``tile`` = 1024 on a GPU, 32 in the
-  simulator so that small tests run several tiles). Thread ``i`` of tile ``y`` classifies
-  occurrences ``(y * reps + r) * tile + i`` for ``r < reps``; ``reps`` grows with the batch so that
-  every tile fits in one wave (two 1024-thread blocks per SM). A tile writes the outputs of its
-  non-miss occurrences, stamps its hits (adding the newly stamped ones to the union counter),
-  inserts its misses into the scratch table and appends them to a miss list. The tile that
-  finishes last (an arrival counter after a ``threadfence``) numbers the request's unique misses,
-  writes the misses' outputs and the plan, and lists the scratch copies for the commit.
-* Commit, grid ``(batch, 1 + C)`` x ``threads``. Block ``(b, 0)`` is the commit proper (victims,
-  promotion, hash, direct overflow). Blocks ``(b, 1..C)`` copy the listed scratch misses from the
-  host pool meanwhile (``itemcopy.copy_items_flat`` over the flattened (item, word) space), so the
-  serial part of the commit hides under the PCIe time. ``C`` gives about two blocks per SM in all.
-* The launch pair's private buffers (copy list, miss list, arrival counters) are ``Workspace``.
+* Grid ``(batch, tiles)`` x ``tile`` threads (``tile`` = 1024 on a GPU, 32 in the simulator so
+  that small tests run several tiles). A tile takes its index ``y`` from a per-request ticket, so
+  it only ever waits for tiles that started before it; thread ``i`` resolves occurrences
+  ``(y * tile + i) * reps + r``, ``r < reps``.
+* 1. Classify: outputs of non-misses, stamps (union counter), ordered scratch-table inserts, and a
+  claim of every missed token in a private set whose positions never move (``claim_first`` keeps
+  the token's smallest occurrence). Publish CLAIMED.
+* 2. Once the earlier tiles have claimed, an occurrence is its token's first iff it is the claimed
+  minimum. Count the tile's firsts (block scan), publish COUNTED, and add up the earlier tiles'
+  counts (each earlier tile is waited for by its own thread): ``unique_idx = before + rank``.
+* 3. Outputs of the first occurrences, plan entries and this tile's copy list (destinations are
+  read now, before any commit can swap scratch locations). Publish NUMBERED.
+* 4. A tile holding later occurrences of missed tokens waits for NUMBERED of the earlier tiles
+  and gives them their first occurrence's location.
+* 5. The last tile to arrive (threadfence, then an arrival counter) indexes the scratch table,
+  resets the request's workspace and commits (victims, promotion, hash, direct overflow).
+* 6. Every tile copies its listed scratch misses from the host pool.
+
+The private buffers (tickets, flags, claims, copy lists) are ``Workspace``.
 """
 
 from __future__ import annotations
@@ -98,6 +105,9 @@ from .spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS
 LANES = 32
 MAX_THREADS = 1024
 UNRESOLVED = MASK32
+EMPTY_KEY = -1                  # an empty cell of the private claim set
+NO_OCCURRENCE = 0x7FFFFFFF      # claim_first of a cell no occurrence has claimed yet
+CLAIMED, COUNTED, NUMBERED = 0, 1, 2   # the stages a tile publishes (Workspace.flags)
 
 
 def steps_message(num_steps) -> str:
@@ -439,6 +449,14 @@ def load_cache_to_device_buffer_spec_mla_reference(
 # Kernels
 
 @cuda.jit(device=True, inline=True)
+def load_coherent(array, index):
+    """``array[index]`` as other blocks of this launch left it: an atomic add of zero, served by
+    L2. A plain load may be served by this SM's L1, which other SMs' writes and atomics do not
+    update."""
+    return cuda.atomic.add(array, index, 0)
+
+
+@cuda.jit(device=True, inline=True)
 def table_insert_dev(meta64, row, t, sigma, token):
     """Lock-free ordered insert. A cell only grows during a launch, so a stale read is harmless:
     the CAS returns the true value and the loop goes on from it."""
@@ -468,7 +486,7 @@ def table_find_dev(meta64, row, t, sigma, token):
     v = (sigma << 32) | token
     p = ((np.int64(token) * 2654435761) & 0xFFFFFFFF) % t
     for _ in range(t):
-        if meta64[row, p] == v:
+        if load_coherent(meta64, (row, p)) == v:
             return p
         p = (p + 1) % t
     return -1
@@ -497,164 +515,62 @@ def classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index, b, rid, occ
     return 0, np.int64(-1), tok
 
 
+
+
+@cuda.jit(device=True, inline=True)
+def claim_token(claim_keys, b, token):
+    """Position of ``token`` in row ``b`` of the private set ``claim_keys`` (linear probing, -1 =
+    empty), inserting it if absent. Unlike the ordered scratch table, a position never moves, so it
+    names the token for the rest of the launch."""
+    mask = claim_keys.shape[1] - 1
+    p = ((np.int64(token) * 2654435761) & 0xFFFFFFFF) & mask
+    while True:
+        k = claim_keys[b, p]
+        if k == EMPTY_KEY:
+            k = cuda.atomic.cas(claim_keys, (b, p), np.int32(EMPTY_KEY), np.int32(token))
+            if k == EMPTY_KEY:
+                return p
+        if k == token:
+            return p
+        p = (p + 1) & mask
+
+
+@cuda.jit(device=True, inline=True)
+def publish(flags, b, stage, tile_id, value, tid):
+    """Make this tile's writes visible, then set ``flags[b, stage, tile_id] = value`` (> 0)."""
+    cuda.threadfence()
+    cuda.syncthreads()
+    if tid == 0:
+        cuda.atomic.exch(flags, (b, stage, tile_id), np.int32(value))
+
+
+@cuda.jit(device=True, inline=True)
+def wait_for_tiles(flags, b, stage, num_tiles, tid, num_threads):
+    """Spin until tiles ``0 .. num_tiles - 1`` of row ``b`` have published ``stage``; returns this
+    thread's share of the sum of ``value - 1`` over them. Only tiles with a smaller ticket are
+    waited for, and they are running or done, so the wait always ends."""
+    total = 0
+    j = tid
+    while j < num_tiles:
+        v = cuda.atomic.add(flags, (b, stage, j), np.int32(0))
+        while v == 0:
+            v = cuda.atomic.add(flags, (b, stage, j), np.int32(0))
+        total += v - 1
+        j += num_threads
+    cuda.threadfence()
+    cuda.syncthreads()
+    return total
+
+
 @functools.cache
-def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: int, record: bool):
-    """The gather and commit kernels for one compile-time configuration: ``threads`` per commit
-    block; gather blocks of ``tile`` threads, each thread classifying ``reps`` occurrences."""
+def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, record: bool):
+    """The swap kernel for one compile-time configuration: blocks (tiles) of ``tile`` threads,
+    each thread resolving ``reps`` consecutive occurrences."""
     t = steps * top_k
-    tiles = -(-t // (tile * reps))      # gather blocks per request
-    share = -(-t // tile)               # occurrences per thread when one gather tile covers all T
-    words_t = (t + 31) // 32
-    warps = threads // LANES
+    tiles = -(-t // (tile * reps))      # tiles per request
+    warps = tile // LANES
     cbits, ebits = cursor_bits(hot), epoch_bits(hot)
     cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
-
-    @jit_kernel(max_threads=tile)
-    def gather(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, req_pool_indices,
-               seq_lens, cache_index, cache_policy, scratch_locs, ss, meta64, num_real_reqs,
-               miss_src, miss_dst, miss_count, copy_src, copy_dst, copy_count, miss_occ, arrivals,
-               words_per_item, tail, n):
-        b = cuda.blockIdx.x
-        tid = cuda.threadIdx.x
-        first = cuda.blockIdx.y * reps * tile + tid        # occurrences first + r * tile, r < reps
-        if b >= num_real_reqs[0]:
-            for r in range(reps):
-                occ = first + r * tile
-                if occ < t:
-                    out[b, occ // top_k, occ % top_k] = 0
-            if record and first == 0:
-                miss_count[b] = 0
-            return
-        first_occ = cuda.shared.array(t, np.int32)
-        first_bits = cuda.shared.array(words_t, np.uint32)
-        scan = cuda.shared.array(tile, np.int32)
-        shared = cuda.shared.array(3, np.int32)      # hits, misses, then the miss-list base
-        lp = cuda.local.array(share, np.int32)
-        lo = cuda.local.array(share, np.int32)
-        rid = req_pool_indices[b]
-        row = rid + 1
-        cap = scratch_locs.shape[1]
-        e_now = next_epoch_dev(np.int64(cache_policy[0, rid]), cbits, ebits)
-        gen = np.int64(ss[0, 3 * n + rid])
-        degraded = gen < 0
-        sigma = next_sigma_dev(gen)
-        if tid == 0:
-            shared[0] = 0
-            shared[1] = 0
-        cuda.syncthreads()
-
-        # 1. every tile classifies its occurrences: outputs of non-misses, stamps, table inserts;
-        # lp[r] = the miss's rank in this tile, -1 if occurrence r is not a miss
-        for r in range(reps):
-            occ = first + r * tile
-            lp[r] = -1
-            if occ < t:
-                kind, val, tok = classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index,
-                                              b, rid, occ, top_k, steps, hot, tail, degraded)
-                res = np.int64(-1)
-                if kind == 1:
-                    res = val
-                elif kind == 2:
-                    res = dbl[rid, val]
-                    if cuda.atomic.exch(cache_policy, (row, val), np.int32(e_now)) != e_now:
-                        cuda.atomic.add(shared, 0, 1)
-                elif kind == 3:
-                    table_insert_dev(meta64, row, t, sigma, tok)
-                    lp[r] = cuda.atomic.add(shared, 1, 1)
-                if kind != 3:
-                    out[b, occ // top_k, occ % top_k] = res
-        cuda.syncthreads()
-        if tid == 0:
-            cuda.atomic.add(ss, (0, 2 * n + rid), shared[0])
-            shared[2] = cuda.atomic.add(arrivals, (b, 0), shared[1])
-        cuda.syncthreads()
-        for r in range(reps):
-            if lp[r] >= 0:
-                miss_occ[b * t + shared[2] + lp[r]] = first + r * tile
-
-        # 2. the last tile to finish numbers the request's unique misses (threadfence pattern)
-        cuda.threadfence()
-        cuda.syncthreads()
-        if tid == 0:
-            shared[0] = 1 if cuda.atomic.add(arrivals, (b, 1), 1) == tiles - 1 else 0
-            cuda.threadfence()
-        cuda.syncthreads()
-        if shared[0] == 0:
-            return
-        cuda.threadfence()
-        num_miss_occ = arrivals[b, 0]
-        i = tid
-        while i < t:
-            first_occ[i] = t
-            i += tile
-        i = tid
-        while i < words_t:
-            first_bits[i] = 0
-            i += tile
-        cuda.syncthreads()
-        # 2a. first occurrence of each missed token (by scratch-table position)
-        for j in range(share):
-            k = j * tile + tid
-            lp[j] = -1
-            if k < num_miss_occ:
-                o = miss_occ[b * t + k]
-                s = o // top_k
-                p = table_find_dev(meta64, row, t, sigma, top_k_tokens[b, s, o - s * top_k])
-                lo[j] = o
-                lp[j] = p
-                cuda.atomic.min(first_occ, p, o)
-        cuda.syncthreads()
-        i = tid
-        while i < t:
-            o = first_occ[i]
-            if o < t:
-                cuda.atomic.or_(first_bits, o >> 5, np.uint32(1) << np.uint32(o & 31))
-            i += tile
-        cuda.syncthreads()
-        # 2b. unique_idx = rank of the first occurrence among first occurrences (occurrence order)
-        o0 = tid * share
-        o1 = min(t, o0 + share)
-        count = 0
-        for o in range(o0, o1):
-            count += (first_bits[o >> 5] >> (o & 31)) & 1
-        base, m = block_exclusive_scan(scan, count, tid, tile)
-        copies = 0
-        u = base
-        for o in range(o0, o1):
-            if (first_bits[o >> 5] >> (o & 31)) & 1:
-                s = o // top_k
-                p = table_find_dev(meta64, row, t, sigma, top_k_tokens[b, s, o - s * top_k])
-                meta64[row, t + p] = (sigma << 32) | u
-                ss[row, 4 * t + u] = p
-                first_occ[p] = u                 # from here on: table position -> unique_idx
-                if u < cap and scratch_locs[rid, u] >= 0:
-                    copies += 1
-                u += 1
-        # 2c. the copy list (unique misses that land in scratch, in unique_idx order) and plan
-        entry, num_copies = block_exclusive_scan(scan, copies, tid, tile)
-        for u in range(base, base + count):
-            if u < cap and scratch_locs[rid, u] >= 0:
-                p = ss[row, 4 * t + u]
-                src = hcl[rid, meta64[row, p] & 0xFFFFFFFF]
-                dst = scratch_locs[rid, u]
-                copy_src[b * t + entry] = src
-                copy_dst[b * t + entry] = dst
-                entry += 1
-                if record:
-                    miss_src[b, u] = src
-                    miss_dst[b, u] = dst
-        # 2d. outputs of the miss occurrences
-        for j in range(share):
-            if lp[j] >= 0:
-                u = first_occ[lp[j]]
-                o = lo[j]
-                s = o // top_k
-                out[b, s, o - s * top_k] = scratch_locs[rid, u] if u < cap else -2 - u
-        if tid == 0:
-            copy_count[b] = num_copies
-            ss[0, n + rid] = m
-            arrivals[b, 0] = 0
-            arrivals[b, 1] = 0
 
     @cuda.jit(device=True, inline=True)
     def needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
@@ -664,26 +580,12 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
             return False
         return union_mode or (ss[row, 4 * t + u] & ADMIT_BIT) != 0
 
-    @jit_kernel(max_threads=threads)
-    def commit(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, req_pool_indices,
-               seq_lens, cache_index, cache_policy, scratch_locs, ss, meta64, num_real_reqs,
-               miss_src, miss_dst, miss_count, copy_src, copy_dst, copy_count, miss_occ, arrivals,
-               words_per_item, tail, n):
-        b = cuda.blockIdx.x
-        tid = cuda.threadIdx.x
-        if b >= num_real_reqs[0]:
-            return
-        if cuda.blockIdx.y > 0:
-            # copy blocks: move the scratch misses listed by the gather, while block 0 commits
-            copy_items_flat(host_words, copy_src, b * t, dev_words, copy_dst, b * t,
-                            copy_count[b], words_per_item, (cuda.blockIdx.y - 1) * threads + tid,
-                            (cuda.gridDim.y - 1) * threads)
-            return
-        vict = cuda.shared.array(t, np.int16)
-        aux = cuda.shared.array(t, np.int16)
-        scan = cuda.shared.array(threads, np.int32)
-        flag = cuda.shared.array(1, np.int32)
-        rid = req_pool_indices[b]
+    @cuda.jit(device=True, inline=True)
+    def commit_request(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, seq_lens,
+                       cache_index, cache_policy, scratch_locs, ss, meta64, miss_src, miss_dst,
+                       miss_count, words_per_item, tail, n, b, rid, tid, vict, aux, scan, flag):
+        """Commit of request ``b`` by one whole tile, once every tile of the request has arrived
+        (mode, admission, victims, promotion, hash, direct overflow, counters)."""
         row = rid + 1
         cap = scratch_locs.shape[1]
         packed = np.int64(cache_policy[0, rid])
@@ -692,8 +594,8 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
         gen = np.int64(ss[0, 3 * n + rid])
         degraded = gen < 0
         sigma = next_sigma_dev(gen)
-        m = np.int64(ss[0, n + rid])
-        union_hits = np.int64(ss[0, 2 * n + rid])
+        m = np.int64(load_coherent(ss, (0, n + rid)))
+        union_hits = np.int64(load_coherent(ss, (0, 2 * n + rid)))
         overflow = m > cap
         union_mode = m + union_hits <= hot
         if tid == 0:
@@ -703,7 +605,7 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
                 i = tid
                 while i < hot:
                     cache_policy[row, i] = 0
-                    i += threads
+                    i += tile
                 cuda.syncthreads()
             k = tid
             while k < top_k:
@@ -717,20 +619,20 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
                     u = meta64[row, t + p] & 0xFFFFFFFF
                     if u < cap:
                         cuda.atomic.or_(ss, (row, 4 * t + u), np.int32(CLAIM_BIT))
-                k += threads
+                k += tile
             cuda.syncthreads()
             budget = np.int64(hot)
             if overflow:
                 budget = max(np.int64(0), hot - union_hits - (m - cap))
             lim = min(m, cap)
-            chunk = (lim + threads - 1) // threads
+            chunk = (lim + tile - 1) // tile
             u0 = min(lim, tid * chunk)
             u1 = min(lim, u0 + chunk)
             count = 0
             for u in range(u0, u1):
                 if ss[row, 4 * t + u] & CLAIM_BIT:
                     count += 1
-            base, _ = block_exclusive_scan(scan, count, tid, threads)
+            base, _ = block_exclusive_scan(scan, count, tid, tile)
             for u in range(u0, u1):
                 if ss[row, 4 * t + u] & CLAIM_BIT:
                     if base < budget:
@@ -738,14 +640,14 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
                     base += 1
             cuda.syncthreads()
         # ordinals of the misses that need a victim
-        chunk = (m + threads - 1) // threads
+        chunk = (m + tile - 1) // tile
         u0 = min(m, tid * chunk)
         u1 = min(m, u0 + chunk)
         count = 0
         for u in range(u0, u1):
             if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
                 count += 1
-        base, mv = block_exclusive_scan(scan, count, tid, threads)
+        base, mv = block_exclusive_scan(scan, count, tid, tile)
         # sampled CLOCK: miss i looks at ring offsets i + j * mv (disjoint between misses)
         for i in range(base, base + count):
             best = -1
@@ -755,7 +657,7 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
                 if o >= hot:
                     break
                 slot = (cursor + o) % hot
-                r = np.int64(cache_policy[row, slot])
+                r = np.int64(load_coherent(cache_policy, (row, slot)))
                 if r != e_now:
                     age = (e_now - r) & emask
                     if age > best_age:
@@ -770,24 +672,24 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
         for i in range(base, base + count):
             if vict[i] < 0:
                 fcount += 1
-        fbase, nfall = block_exclusive_scan(scan, fcount, tid, threads)
+        fbase, nfall = block_exclusive_scan(scan, fcount, tid, tile)
         for i in range(base, base + count):
             if vict[i] < 0:
                 aux[fbase] = i
                 fbase += 1
         cuda.syncthreads()
         if nfall > 0:
-            hchunk = (hot + threads - 1) // threads
+            hchunk = (hot + tile - 1) // tile
             r0 = min(hot, tid * hchunk)
             r1 = min(hot, r0 + hchunk)
             free = 0
             for r in range(r0, r1):
-                if cache_policy[row, (cursor + r) % hot] != e_now:
+                if load_coherent(cache_policy, (row, (cursor + r) % hot)) != e_now:
                     free += 1
-            rank, _ = block_exclusive_scan(scan, free, tid, threads)
+            rank, _ = block_exclusive_scan(scan, free, tid, tile)
             for r in range(r0, r1):
                 slot = (cursor + r) % hot
-                if cache_policy[row, slot] != e_now:
+                if load_coherent(cache_policy, (row, slot)) != e_now:
                     if rank < nfall:
                         vict[aux[rank]] = slot
                         cache_policy[row, slot] = e_now
@@ -799,7 +701,7 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
             if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
                 v = np.int64(vict[i])
                 p = ss[row, 4 * t + u] & COMPACT_POS_MASK
-                tok = meta64[row, p] & 0xFFFFFFFF
+                tok = load_coherent(meta64, (row, p)) & 0xFFFFFFFF
                 applied = False
                 if v >= 0:
                     old_loc = dbl[rid, v]
@@ -828,23 +730,23 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
                 p = ss[row, 4 * t + u] & COMPACT_POS_MASK
                 dst = meta64[row, t + p] & 0xFFFFFFFF
                 if dst != 0xFFFFFFFF:
-                    src = hcl[rid, meta64[row, p] & 0xFFFFFFFF]
+                    src = hcl[rid, load_coherent(meta64, (row, p)) & 0xFFFFFFFF]
                     copy_item(host_words, src, dev_words, dst, words_per_item, lane, LANES)
                     if record and lane == 0:
                         miss_src[b, u] = src
                         miss_dst[b, u] = dst
                 u += warps
-        hash_insert_dev(cache_index, rid, dbt, vict, mv, aux, flag, tid, threads)
+        hash_insert_dev(cache_index, rid, dbt, vict, mv, aux, flag, scan, tid, tile)
         if overflow:
             occ = tid
             while occ < t:
                 s = occ // top_k
-                x = np.int64(out[b, s, occ - s * top_k])
+                x = np.int64(load_coherent(out, (b, s, occ - s * top_k)))
                 if x <= -2:
                     p = ss[row, 4 * t + (-2 - x)] & COMPACT_POS_MASK
                     low = meta64[row, t + p] & 0xFFFFFFFF
                     out[b, s, occ - s * top_k] = -1 if low == 0xFFFFFFFF else low
-                occ += threads
+                occ += tile
         if tid == 0:
             ss[0, rid] = m
             ss[0, n + rid] = 0
@@ -858,24 +760,196 @@ def _kernels(steps: int, top_k: int, hot: int, threads: int, tile: int, reps: in
             if record:
                 miss_count[b] = m
 
-    return gather, commit
+    @jit_kernel(max_threads=tile)
+    def swap(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, req_pool_indices, seq_lens,
+             cache_index, cache_policy, scratch_locs, ss, meta64, num_real_reqs, miss_src,
+             miss_dst, miss_count, counters, flags, claim_keys, claim_first, claim_unique,
+             unique_token, unique_claim, copy_src, copy_dst, words_per_item, tail, n):
+        b = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        if b >= num_real_reqs[0]:
+            for r in range(reps):
+                occ = (cuda.blockIdx.y * tile + tid) * reps + r
+                if occ < t:
+                    out[b, occ // top_k, occ % top_k] = 0
+            if record and cuda.blockIdx.y == 0 and tid == 0:
+                miss_count[b] = 0
+            return
+        shared = cuda.shared.array(5, np.int32)   # ticket, hits, firsts before, last, has dups
+        scan = cuda.shared.array(tile, np.int32)
+        vict = cuda.shared.array(t, np.int16)
+        aux = cuda.shared.array(t, np.int16)
+        flag = cuda.shared.array(1, np.int32)
+        claim = cuda.local.array(reps, np.int32)   # claim position of a missed occurrence, or -1
+        token = cuda.local.array(reps, np.int32)
+        is_first = cuda.local.array(reps, np.int32)
+        if tid == 0:
+            # tiles take their index from a ticket, so a tile only ever waits for tiles that started
+            shared[0] = cuda.atomic.add(counters, (b, 0), 1)
+            shared[1] = 0
+            shared[2] = 0
+            shared[4] = 0
+        cuda.syncthreads()
+        y = shared[0]
+        first = (y * tile + tid) * reps          # this thread's occurrences: first .. first+reps-1
+        rid = req_pool_indices[b]
+        row = rid + 1
+        cap = scratch_locs.shape[1]
+        e_now = next_epoch_dev(np.int64(cache_policy[0, rid]), cbits, ebits)
+        gen = np.int64(ss[0, 3 * n + rid])
+        degraded = gen < 0
+        sigma = next_sigma_dev(gen)
+
+        # 1. classify: outputs of non-misses, stamps, scratch-table inserts, claims of missed tokens
+        for r in range(reps):
+            occ = first + r
+            claim[r] = -1
+            is_first[r] = 0
+            if occ < t:
+                kind, val, tok = classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index,
+                                              b, rid, occ, top_k, steps, hot, tail, degraded)
+                res = np.int64(-1)
+                if kind == 1:
+                    res = val
+                elif kind == 2:
+                    res = dbl[rid, val]
+                    if cuda.atomic.exch(cache_policy, (row, val), np.int32(e_now)) != e_now:
+                        cuda.atomic.add(shared, 1, 1)
+                elif kind == 3:
+                    table_insert_dev(meta64, row, t, sigma, tok)
+                    p = claim_token(claim_keys, b, tok)
+                    cuda.atomic.min(claim_first, (b, p), np.int32(occ))
+                    claim[r] = p
+                    token[r] = tok
+                if kind != 3:
+                    out[b, occ // top_k, occ % top_k] = res
+        cuda.syncthreads()
+        if tid == 0 and shared[1] > 0:
+            cuda.atomic.add(ss, (0, 2 * n + rid), shared[1])
+        publish(flags, b, CLAIMED, y, 1, tid)
+
+        # 2. once the earlier tiles have claimed, an occurrence is its token's first iff
+        # claim_first names it (later tiles only add larger occurrences); rank the firsts
+        wait_for_tiles(flags, b, CLAIMED, y, tid, tile)
+        count = 0
+        for r in range(reps):
+            if claim[r] >= 0:
+                if load_coherent(claim_first, (b, claim[r])) == first + r:
+                    is_first[r] = 1
+                    count += 1
+                else:
+                    shared[4] = 1
+        rank, num_first = block_exclusive_scan(scan, count, tid, tile)
+        publish(flags, b, COUNTED, y, num_first + 1, tid)
+        before = wait_for_tiles(flags, b, COUNTED, y, tid, tile)
+        if before > 0:
+            cuda.atomic.add(shared, 2, before)
+        cuda.syncthreads()
+        base = shared[2]                          # first misses in the earlier tiles
+
+        # 3. unique_idx = base + rank: outputs, copy list (scratch misses) and plan
+        u = base + rank
+        copies = 0
+        for r in range(reps):
+            if is_first[r] == 1:
+                claim_unique[b, claim[r]] = u
+                unique_token[b * t + u] = token[r]
+                unique_claim[b * t + u] = claim[r]
+                occ = first + r
+                if u < cap:
+                    loc = scratch_locs[rid, u]
+                    out[b, occ // top_k, occ % top_k] = loc
+                    if loc >= 0:
+                        copies += 1
+                else:
+                    out[b, occ // top_k, occ % top_k] = -2 - u
+                u += 1
+        entry, num_copies = block_exclusive_scan(scan, copies, tid, tile)
+        entry += b * t + base
+        u = base + rank
+        for r in range(reps):
+            if is_first[r] == 1:
+                if u < cap and scratch_locs[rid, u] >= 0:
+                    src = hcl[rid, token[r]]
+                    dst = scratch_locs[rid, u]
+                    copy_src[entry] = src
+                    copy_dst[entry] = dst
+                    entry += 1
+                    if record:
+                        miss_src[b, u] = src
+                        miss_dst[b, u] = dst
+                u += 1
+        if tid == 0 and num_first > 0:
+            cuda.atomic.add(ss, (0, n + rid), num_first)
+        publish(flags, b, NUMBERED, y, 1, tid)
+
+        # 4. the other occurrences of missed tokens take their first occurrence's location (only
+        # a tile that has such occurrences waits for the earlier tiles to number theirs)
+        if shared[4] == 1:
+            wait_for_tiles(flags, b, NUMBERED, y, tid, tile)
+            for r in range(reps):
+                if claim[r] >= 0 and is_first[r] == 0:
+                    u = load_coherent(claim_unique, (b, claim[r]))
+                    occ = first + r
+                    out[b, occ // top_k, occ % top_k] = scratch_locs[rid, u] if u < cap else -2 - u
+
+        # 5. the last tile to arrive finishes the request: scratch-table index, then the commit.
+        # Copy destinations were read above, before the commit can swap scratch locations.
+        cuda.threadfence()
+        cuda.syncthreads()
+        if tid == 0:
+            shared[3] = 1 if cuda.atomic.add(counters, (b, 1), 1) == tiles - 1 else 0
+        cuda.syncthreads()
+        if shared[3] == 1:
+            cuda.threadfence()
+            m = load_coherent(ss, (0, n + rid))
+            u = tid
+            while u < m:
+                p = table_find_dev(meta64, row, t, sigma, load_coherent(unique_token, b * t + u))
+                meta64[row, t + p] = (sigma << 32) | u
+                ss[row, 4 * t + u] = p
+                c = load_coherent(unique_claim, b * t + u)
+                claim_keys[b, c] = EMPTY_KEY
+                claim_first[b, c] = NO_OCCURRENCE
+                u += tile
+            j = tid
+            while j < 3 * tiles:
+                flags[b, j // tiles, j % tiles] = 0
+                j += tile
+            if tid == 0:
+                counters[b, 0] = 0
+                counters[b, 1] = 0
+            cuda.syncthreads()
+            commit_request(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, seq_lens,
+                           cache_index, cache_policy, scratch_locs, ss, meta64, miss_src,
+                           miss_dst, miss_count, words_per_item, tail, n, b, rid, tid, vict, aux,
+                           scan, flag)
+
+        # 6. this tile's scratch copies (host -> scratch locations)
+        start = b * t + base
+        copy_items_flat(host_words, copy_src, start, dev_words, copy_dst, start, num_copies,
+                        words_per_item, tid, tile)
+
+    return swap
 
 
 def block_threads(num_occurrences: int) -> int:
-    """Threads per block: one per occurrence up to 1024, a multiple of 32."""
+    """Threads per tile on a GPU: one per occurrence up to ``MAX_THREADS``, a multiple of 32."""
     return min(MAX_THREADS, max(LANES, -(-int(num_occurrences) // LANES) * LANES))
 
 
-def gather_tile(num_occurrences: int) -> int:
-    """Threads per gather block (each classifies ``gather_reps`` occurrences). The simulator uses
-    32 so that small tests run several tiles per request, as sglang's sizes do on a GPU."""
+def tile_threads(num_occurrences: int) -> int:
+    """Threads per tile. The simulator uses 32 so that small tests run several tiles per request,
+    as sglang's sizes do on a GPU."""
     threads = block_threads(num_occurrences)
     return threads if device.backend() == "cuda" else min(threads, LANES)
 
 
-def gather_reps(batch: int, num_occurrences: int, tile: int) -> int:
-    """Occurrences per gather thread: the fewest that keep all gather blocks in one wave (two
-    blocks per SM). The simulator uses 2 whenever a request has more than two tiles."""
+def tile_reps(batch: int, num_occurrences: int, tile: int) -> int:
+    """Occurrences per thread: the fewest that keep the tiles within two per SM. A 1024-thread tile
+    takes 64 registers per thread, so one runs per SM at a time and the tiles run in at most two
+    waves; on the H200 that measured better (batch 64) than one wave of 512-thread tiles with four
+    occurrences per thread. The simulator uses 2 whenever a request has more than two tiles."""
     tiles = -(-int(num_occurrences) // tile)
     if device.backend() != "cuda":
         return 2 if tiles > 2 else 1
@@ -885,22 +959,30 @@ def gather_reps(batch: int, num_occurrences: int, tile: int) -> int:
     return reps
 
 
+def geometry(batch: int, num_occurrences: int) -> tuple[int, int, int]:
+    """(threads per tile, occurrences per thread, tiles per request) of a launch."""
+    tile = tile_threads(num_occurrences)
+    reps = tile_reps(batch, num_occurrences, tile)
+    return tile, reps, -(-int(num_occurrences) // (tile * reps))
+
+
 def load_cache_to_device_buffer_spec_mla(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
         miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None) -> None:
-    """Resolve all ``steps * top_k`` occurrences of each request in one gather + commit pair.
+    """Resolve all ``steps * top_k`` occurrences of each request in one launch.
 
     top_k_tokens: ``[batch, steps, top_k]`` int32, 2 <= steps <= 4, steps * top_k <= 8192, dense
     rows. device_buffer_tokens / device_buffer_locs: ``[num_requests, H + tail]`` int32 (same
     layout; mutated). host_cache_locs: ``[num_requests, max_positions]`` int64, row-contiguous.
     host_cache: the host pool (``device.host_cache_array``), item ``i`` at byte
     ``i * item_size_bytes``; device_buffer: the device pool (mutated). top_k_device_locs:
-    ``[batch, steps, top_k]`` int32 output. req_pool_indices: ``[batch]`` int64. seq_lens:
-    ``[batch * steps]`` int32, ``b * steps + step``. state: ``HiSparseSpecState`` (mutated).
-    num_real_reqs: ``[>= 1]`` int32 device array. miss_src ``[>= batch, >= steps * top_k]`` int64,
-    miss_dst the same in int32 with the same row stride, miss_count ``[>= batch]`` int32: all three
-    or none. item_size_bytes: defaults to host_cache's row size in bytes; a multiple of 16.
+    ``[batch, steps, top_k]`` int32 output. req_pool_indices: ``[batch]`` int64, distinct.
+    seq_lens: ``[batch * steps]`` int32, ``b * steps + step``. state: ``HiSparseSpecState``
+    (mutated). num_real_reqs: ``[>= 1]`` int32 device array. miss_src ``[>= batch, >= steps *
+    top_k]`` int64, miss_dst the same in int32 with the same row stride, miss_count ``[>= batch]``
+    int32: all three or none. item_size_bytes: defaults to host_cache's row size in bytes; a
+    multiple of 16.
     """
     cfg = check_speculative(**locals(), for_kernel=True)
     launch_unchecked(cfg, top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
@@ -914,55 +996,62 @@ def load_cache_to_device_buffer_spec_mla(
 def launch_unchecked(cfg: SpecConfig, *, top_k_tokens, device_buffer_tokens, host_cache_locs,
                      device_buffer_locs, host_cache, device_buffer, top_k_device_locs,
                      req_pool_indices, seq_lens, state, num_real_reqs, miss_src, miss_dst,
-                     miss_count, between=None) -> None:
-    """The launch pair *without* any check (``cfg`` as ``check_speculative`` returns it).
+                     miss_count) -> None:
+    """The launch *without* any check (``cfg`` as ``check_speculative`` returns it).
 
     For lessons that show what a check prevents and for the benchmark (which times repeated
-    calls on checked arguments); everything else calls the launcher. ``between`` is called
-    between the two launches (the benchmark records a CUDA event there).
+    calls on checked arguments); everything else calls the launcher.
     """
     if cfg.batch == 0:
         return
     t = cfg.steps * cfg.top_k
-    threads = block_threads(t)
-    tile = gather_tile(t)
-    reps = gather_reps(cfg.batch, t, tile)
-    gather, commit = _kernels(cfg.steps, cfg.top_k, cfg.hot, threads, tile, reps, cfg.record)
+    tile, reps, tiles = geometry(cfg.batch, t)
+    swap = _kernels(cfg.steps, cfg.top_k, cfg.hot, tile, reps, cfg.record)
     if not cfg.record:
         miss_src, miss_dst, miss_count = placeholder_plan()
     work = workspace(cfg.batch, t)
-    args = (top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-            device.byte_words(host_cache), device.byte_words(device_buffer), top_k_device_locs,
-            req_pool_indices, seq_lens, state.cache_index, state.cache_policy, state.scratch_locs,
-            state.scratch_state, state.scratch_state.view(np.int64), num_real_reqs,
-            miss_src, miss_dst, miss_count, *work, cfg.item_size_bytes // 8, cfg.tail,
-            cfg.num_requests)
     try:
-        device.launch(gather, (cfg.batch, -(-t // (tile * reps))), tile, *args)
+        device.launch(swap, (cfg.batch, tiles), tile, top_k_tokens, device_buffer_tokens,
+                      host_cache_locs, device_buffer_locs, device.byte_words(host_cache),
+                      device.byte_words(device_buffer), top_k_device_locs, req_pool_indices,
+                      seq_lens, state.cache_index, state.cache_policy, state.scratch_locs,
+                      state.scratch_state, state.scratch_state.view(np.int64), num_real_reqs,
+                      miss_src, miss_dst, miss_count, *work, cfg.item_size_bytes // 8, cfg.tail,
+                      cfg.num_requests)
     except Exception:
-        # Only the simulator raises inside a kernel (an out-of-bounds index): the arrival counters
-        # of the aborted launch must not leak into the next one.
-        work.arrivals[...] = 0
+        # Only the simulator raises inside a kernel (an out-of-bounds index). What the aborted
+        # launch left in the workspace and in the running counters (zero between calls) must not
+        # leak into the next call.
+        clear_workspace(work)
+        rids = device.to_host(req_pool_indices).astype(np.int64)
+        n = cfg.num_requests
+        state.scratch_state[0, COUNT_WORK * n + rids] = 0
+        state.scratch_state[0, COUNT_UNION * n + rids] = 0
         raise
-    if between is not None:
-        between()
-    device.launch(commit, (cfg.batch, 1 + copy_blocks(cfg.batch)), threads, *args)
 
 
 class Workspace(NamedTuple):
-    """Private buffers of the launch pair (row ``b`` of a flat buffer starts at ``b * T``).
+    """Private buffers of the swap kernel; every tile's ticket, flags and claims are reset by the
+    request's last tile, so they are clean between launches.
 
-    copy_src / copy_dst ``[batch * T]`` int64: the scratch misses to copy, listed by the gather,
-    copied by the commit grid's copy blocks; copy_count ``[batch]`` int32. miss_occ ``[batch * T]``
-    int32: the occurrences that missed, in arrival order. arrivals ``[batch, 2]`` int32: miss
-    occurrences listed and gather tiles finished; zero between launches (the last tile resets them).
+    counters ``[batch, 2]`` int32: tickets taken and tiles arrived. flags ``[batch, 3, tiles]``
+    int32: per tile, claimed / counted (number of first misses + 1) / numbered. claim_keys,
+    claim_first, claim_unique ``[batch, K]`` int32 (``K`` = power of two >= 2T): the private set of
+    missed tokens (-1 = empty), each token's first occurrence and its unique_idx. unique_token,
+    unique_claim ``[batch * T]`` int32: token and claim position of unique miss ``u`` (row ``b``
+    starts at ``b * T``, as in the copy list). copy_src / copy_dst ``[batch * T]`` int64: each tile's
+    scratch copies, at ``b * T`` + the tile's first unique_idx.
     """
 
+    counters: object
+    flags: object
+    claim_keys: object
+    claim_first: object
+    claim_unique: object
+    unique_token: object
+    unique_claim: object
     copy_src: object
     copy_dst: object
-    copy_count: object
-    miss_occ: object
-    arrivals: object
 
 
 @functools.lru_cache(maxsize=8)
@@ -970,18 +1059,21 @@ def workspace(batch: int, num_occurrences: int) -> Workspace:
     """The workspace for ``batch`` rows of ``num_occurrences`` (kernels on one stream run in
     order, so calls of the same size share it)."""
     xp = device.xp
-    return Workspace(xp.empty(batch * num_occurrences, dtype=xp.int64),
-                     xp.empty(batch * num_occurrences, dtype=xp.int64),
-                     xp.empty(batch, dtype=xp.int32),
-                     xp.empty(batch * num_occurrences, dtype=xp.int32),
-                     xp.zeros((batch, 2), dtype=xp.int32))
+    tiles = geometry(batch, num_occurrences)[2]
+    flat = batch * num_occurrences
+    claims = 1 << (2 * num_occurrences - 1).bit_length()
+    work = Workspace(xp.empty((batch, 2), dtype=xp.int32), xp.empty((batch, 3, tiles), dtype=xp.int32),
+                     xp.empty((batch, claims), dtype=xp.int32), xp.empty((batch, claims), dtype=xp.int32),
+                     xp.empty((batch, claims), dtype=xp.int32), xp.empty(flat, dtype=xp.int32),
+                     xp.empty(flat, dtype=xp.int32), xp.empty(flat, dtype=xp.int64),
+                     xp.empty(flat, dtype=xp.int64))
+    clear_workspace(work)
+    return work
 
 
-def copy_blocks(batch: int) -> int:
-    """Copy blocks per request in the commit grid: about two 1024-thread blocks per SM in all.
-
-    The simulator gets two, so that tests exercise the split.
-    """
-    if device.backend() != "cuda":
-        return 2
-    return max(1, min(64, (2 * device.sm_count() - batch) // batch))
+def clear_workspace(work: Workspace) -> None:
+    """The state every launch expects: no tickets, no flags, an empty claim set."""
+    work.counters[...] = 0
+    work.flags[...] = 0
+    work.claim_keys[...] = EMPTY_KEY
+    work.claim_first[...] = NO_OCCURRENCE

@@ -51,7 +51,7 @@ LAUNCH_KEYWORDS = ("top_k_tokens", "device_buffer_tokens", "host_cache_locs", "d
 
 
 def launch_unchecked(kw) -> None:
-    """Launch the speculative gather + commit kernels WITHOUT ``check_speculative``: the same
+    """Launch the speculative swap kernel WITHOUT ``check_speculative``: the same
     arguments as ``load_cache_to_device_buffer_spec_mla`` passes, for lessons that show what the
     checks prevent. Never use it elsewhere."""
     state = kw["state"]

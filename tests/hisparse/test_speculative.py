@@ -115,7 +115,8 @@ def test_padded_request_clears_stale_plan_count():
 
 @pytest.mark.skipif(ON_GPU, reason="only the simulator raises inside a kernel")
 def test_aborted_launch_leaves_the_workspace_clean():
-    from hisparse_numba.hisparse.speculative import check_speculative, launch_unchecked, workspace
+    from hisparse_numba.hisparse.speculative import (EMPTY_KEY, NO_OCCURRENCE, check_speculative,
+                                                     launch_unchecked, workspace)
     kw = problem(record=True)
     tokens, unique = cross_step_selection()
     set_selection(kw, tokens, np.full(S, SEQ))
@@ -124,7 +125,12 @@ def test_aborted_launch_leaves_the_workspace_clean():
     short = dict(args, miss_src=kw["miss_src"][:, :1], miss_dst=kw["miss_dst"][:, :1])
     with pytest.raises(IndexError):                  # plan entry 1 of a 1-column plan
         launch_unchecked(cfg, **short)
-    assert not device.to_host(workspace(cfg.batch, T).arrivals).any()
+    work = workspace(cfg.batch, T)
+    assert not device.to_host(work.counters).any() and not device.to_host(work.flags).any()
+    assert (device.to_host(work.claim_keys) == EMPTY_KEY).all()
+    assert (device.to_host(work.claim_first) == NO_OCCURRENCE).all()
+    n = kw["state"].scratch_locs.shape[0]
+    assert not device.to_host(kw["state"].scratch_state)[0, n:3 * n].any()   # running counters
     run(kw)                                          # same sizes, same workspace: still exact
 
 
