@@ -74,8 +74,9 @@ a request's commit and every tile's host copies overlap:
   read now, before any commit can swap scratch locations). Publish NUMBERED.
 * 4. A tile holding later occurrences of missed tokens waits for NUMBERED of the earlier tiles
   and gives them their first occurrence's location.
-* 5. The last tile to arrive (threadfence, then an arrival counter) indexes the scratch table,
-  resets the request's workspace and commits (victims, promotion, hash, direct overflow).
+* 5. A tile arrives (threadfence, then a per-request arrival counter) with its NUMBERED, or after
+  step 4 if it has one. The last tile to arrive indexes the scratch table, resets the request's
+  workspace and commits (victims, promotion, hash, direct overflow).
 * 6. Every tile copies its listed scratch misses from the host pool.
 
 The private buffers (tickets, flags, claims, copy lists) are ``Workspace``.
@@ -760,6 +761,46 @@ def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, record: boo
             if record:
                 miss_count[b] = m
 
+    @cuda.jit(device=True, inline=True)
+    def arrive(counters, b):
+        """Count this tile as arrived at request ``b``: 1 if it was the last one, else 0."""
+        return 1 if cuda.atomic.add(counters, (b, 1), 1) == tiles - 1 else 0
+
+    @cuda.jit(device=True, inline=True)
+    def finish_request(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, seq_lens,
+                       cache_index, cache_policy, scratch_locs, ss, meta64, miss_src, miss_dst,
+                       miss_count, counters, flags, claim_keys, claim_first, unique_token,
+                       unique_claim, words_per_item, b, rid, tid, vict, aux, scan, flag):
+        """Once every tile of request ``b`` has arrived: index the scratch table by unique_idx,
+        reset the request's workspace, commit. (At most 29 arguments: Python passes a longer call
+        as ``*args``, which Numba cannot inline.)"""
+        n = dbt.shape[0]
+        tail = dbt.shape[1] - hot
+        row = rid + 1
+        sigma = next_sigma_dev(np.int64(ss[0, 3 * n + rid]))
+        cuda.threadfence()
+        m = load_coherent(ss, (0, n + rid))
+        u = tid
+        while u < m:
+            p = table_find_dev(meta64, row, t, sigma, load_coherent(unique_token, b * t + u))
+            meta64[row, t + p] = (sigma << 32) | u
+            ss[row, 4 * t + u] = p
+            c = load_coherent(unique_claim, b * t + u)
+            claim_keys[b, c] = EMPTY_KEY
+            claim_first[b, c] = NO_OCCURRENCE
+            u += tile
+        j = tid
+        while j < 3 * tiles:
+            flags[b, j // tiles, j % tiles] = 0
+            j += tile
+        if tid == 0:
+            counters[b, 0] = 0
+            counters[b, 1] = 0
+        cuda.syncthreads()
+        commit_request(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, seq_lens,
+                       cache_index, cache_policy, scratch_locs, ss, meta64, miss_src, miss_dst,
+                       miss_count, words_per_item, tail, n, b, rid, tid, vict, aux, scan, flag)
+
     @jit_kernel(max_threads=tile)
     def swap(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, req_pool_indices, seq_lens,
              cache_index, cache_policy, scratch_locs, ss, meta64, num_real_reqs, miss_src,
@@ -881,49 +922,37 @@ def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, record: boo
                 u += 1
         if tid == 0 and num_first > 0:
             cuda.atomic.add(ss, (0, n + rid), num_first)
-        publish(flags, b, NUMBERED, y, 1, tid)
 
-        # 4. the other occurrences of missed tokens take their first occurrence's location (only
-        # a tile that has such occurrences waits for the earlier tiles to number theirs)
-        if shared[4] == 1:
+        # 4. publish NUMBERED. A tile holding later occurrences of missed tokens then waits for
+        # NUMBERED of the earlier tiles and gives them their first occurrence's location; it
+        # arrives (the per-request arrival counter) only after that, the others at once.
+        cuda.threadfence()
+        cuda.syncthreads()
+        dups = shared[4]
+        if tid == 0:
+            cuda.atomic.exch(flags, (b, NUMBERED, y), np.int32(1))
+            if dups == 0:
+                shared[3] = arrive(counters, b)
+        if dups == 1:
             wait_for_tiles(flags, b, NUMBERED, y, tid, tile)
             for r in range(reps):
                 if claim[r] >= 0 and is_first[r] == 0:
                     u = load_coherent(claim_unique, (b, claim[r]))
                     occ = first + r
                     out[b, occ // top_k, occ % top_k] = scratch_locs[rid, u] if u < cap else -2 - u
-
-        # 5. the last tile to arrive finishes the request: scratch-table index, then the commit.
-        # Copy destinations were read above, before the commit can swap scratch locations.
-        cuda.threadfence()
-        cuda.syncthreads()
-        if tid == 0:
-            shared[3] = 1 if cuda.atomic.add(counters, (b, 1), 1) == tiles - 1 else 0
-        cuda.syncthreads()
-        if shared[3] == 1:
             cuda.threadfence()
-            m = load_coherent(ss, (0, n + rid))
-            u = tid
-            while u < m:
-                p = table_find_dev(meta64, row, t, sigma, load_coherent(unique_token, b * t + u))
-                meta64[row, t + p] = (sigma << 32) | u
-                ss[row, 4 * t + u] = p
-                c = load_coherent(unique_claim, b * t + u)
-                claim_keys[b, c] = EMPTY_KEY
-                claim_first[b, c] = NO_OCCURRENCE
-                u += tile
-            j = tid
-            while j < 3 * tiles:
-                flags[b, j // tiles, j % tiles] = 0
-                j += tile
-            if tid == 0:
-                counters[b, 0] = 0
-                counters[b, 1] = 0
             cuda.syncthreads()
-            commit_request(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, seq_lens,
-                           cache_index, cache_policy, scratch_locs, ss, meta64, miss_src,
-                           miss_dst, miss_count, words_per_item, tail, n, b, rid, tid, vict, aux,
-                           scan, flag)
+            if tid == 0:
+                shared[3] = arrive(counters, b)
+        cuda.syncthreads()
+
+        # 5. the last tile to arrive finishes the request. Copy destinations were read above,
+        # before the commit can swap scratch locations.
+        if shared[3] == 1:
+            finish_request(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, seq_lens,
+                           cache_index, cache_policy, scratch_locs, ss, meta64, miss_src, miss_dst,
+                           miss_count, counters, flags, claim_keys, claim_first, unique_token,
+                           unique_claim, words_per_item, b, rid, tid, vict, aux, scan, flag)
 
         # 6. this tile's scratch copies (host -> scratch locations)
         start = b * t + base

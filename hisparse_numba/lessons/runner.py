@@ -37,7 +37,7 @@ class LessonResult:
     detail: str = ""
 
     def line(self) -> str:
-        status = "ok" if self.ok else f"FAILED {self.detail}"
+        status = f"ok{self.detail}" if self.ok else f"FAILED {self.detail}"
         return f"{self.lesson.id:>3}  {self.lesson.title[:52]:<52}  {self.backend:<9}  {self.seconds:6.1f}s  {status}"
 
 
@@ -112,29 +112,51 @@ def _unraised(nb):
     return None
 
 
-def run_lesson(lesson: Lesson, out_dir: Path, timeout: int = 600) -> LessonResult:
+def _execute(lesson: Lesson, timeout: int):
+    """Run the notebook in a fresh kernel: (executed notebook, failure of the machinery or None).
+
+    A cell's own error is not a failure here; it stays in the outputs for ``_first_error``."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    from .. import device
-
     nb = nbformat.read(lesson.path, as_version=4)
-    os.environ["JUPYTER_PATH"] = _kernel_dir() + os.pathsep + os.environ.get("JUPYTER_PATH", "")
-    os.environ.setdefault("MPLBACKEND", "Agg")
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3",
         resources={"metadata": {"path": str(lesson.path.parent)}},
     )
-    t0 = time.perf_counter()
-    ok, detail = True, ""
     try:
         client.execute()
     except CellExecutionError:
-        pass  # reported below from the outputs, with the cell index
-    except Exception as exc:  # kernel died, timeout
-        ok, detail = False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        pass
+    except Exception as exc:  # kernel died, timeout, or nbclient lost its kernel client
+        return nb, exc
+    return nb, None
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
+def run_lesson(lesson: Lesson, out_dir: Path, timeout: int = 600) -> LessonResult:
+    """Run one lesson. When the notebook machinery itself fails (a dead kernel, or nbclient's
+    bare ``AssertionError`` when it loses its kernel client, seen on busy machines), the lesson
+    runs once more in a new kernel and the line says so; a cell timeout is not retried."""
+    from nbclient.exceptions import CellTimeoutError
+
+    from .. import device
+
+    os.environ["JUPYTER_PATH"] = _kernel_dir() + os.pathsep + os.environ.get("JUPYTER_PATH", "")
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    t0 = time.perf_counter()
+    nb, failure = _execute(lesson, timeout)
+    note = ""
+    if failure is not None and not isinstance(failure, CellTimeoutError):
+        note = f" (second kernel; the first failed: {_describe(failure)})"
+        nb, failure = _execute(lesson, timeout)
     seconds = time.perf_counter() - t0
+    ok, detail = failure is None, "" if failure is None else _describe(failure)
     if ok:
         err = _first_error(nb)
         missing = _unraised(nb)
@@ -143,7 +165,7 @@ def run_lesson(lesson: Lesson, out_dir: Path, timeout: int = 600) -> LessonResul
         elif missing is not None:
             ok, detail = False, f"cell {missing} is tagged {RAISES_TAG} but did not raise"
     _save(nb, lesson, out_dir)
-    return LessonResult(lesson, device.backend(), seconds, ok, detail)
+    return LessonResult(lesson, device.backend(), seconds, ok, detail + note)
 
 
 def _save(nb, lesson: Lesson, out_dir: Path) -> None:
