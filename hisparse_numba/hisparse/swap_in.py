@@ -20,8 +20,8 @@ request's whole LRU reorder happens inside one block (``lru_slots`` are int16, a
 no 16-bit atomics). Shared memory per block: a ``2K``-entry int64 open-addressing hash of the
 selected positions (later reused for the miss copy list), ``K`` int16 evicted slots, ``K``
 uint8 lane flags and ``block_size`` int32 scan cells: ``20K + 4 * block_size`` bytes (45 KiB
-at K=2048, block 1024), independent of ``H``. Ranks are block-wide prefix scans over shared
-memory (no warp intrinsics, so the kernel also runs in the simulator). The item copy is
+at K=2048, block 1024), independent of ``H``. Ranks are block-wide prefix scans
+(``blockscan.py``: warp shuffles on a GPU, shared memory alone in the simulator). The item copy is
 cooperative: the whole block walks the flattened (miss, 8-byte word) space, reading the host
 pool zero-copy over PCIe.
 
