@@ -926,13 +926,10 @@ def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, record: boo
         # 4. publish NUMBERED. A tile holding later occurrences of missed tokens then waits for
         # NUMBERED of the earlier tiles and gives them their first occurrence's location; it
         # arrives (the per-request arrival counter) only after that, the others at once.
-        cuda.threadfence()
-        cuda.syncthreads()
+        publish(flags, b, NUMBERED, y, 1, tid)
         dups = shared[4]
-        if tid == 0:
-            cuda.atomic.exch(flags, (b, NUMBERED, y), np.int32(1))
-            if dups == 0:
-                shared[3] = arrive(counters, b)
+        if tid == 0 and dups == 0:
+            shared[3] = arrive(counters, b)
         if dups == 1:
             wait_for_tiles(flags, b, NUMBERED, y, tid, tile)
             for r in range(reps):
