@@ -75,8 +75,12 @@ a request's commit and every tile's host copies overlap:
 * 4. A tile holding later occurrences of missed tokens waits for NUMBERED of the earlier tiles
   and gives them their first occurrence's location.
 * 5. A tile arrives (threadfence, then a per-request arrival counter) with its NUMBERED, or after
-  step 4 if it has one. The last tile to arrive indexes the scratch table, resets the request's
-  workspace and commits (victims, promotion, hash, direct overflow).
+  step 4 if it has one. The *finisher* indexes the scratch table, resets the request's workspace
+  and commits (victims, promotion, hash, direct overflow). When every block fits on the SMs at
+  once (``committer_tile``: batch 1 and 8 at sglang's sizes), each request has one more tile, the
+  committer, which takes the last ticket, resolves nothing and finishes the request as soon as
+  every tile has arrived, on an SM of its own. Otherwise the last tile to arrive finishes it,
+  and copies its own list after that.
 * 6. Every tile copies its listed scratch misses from the host pool.
 
 The private buffers (tickets, flags, claims, copy lists) are ``Workspace``.
@@ -564,9 +568,11 @@ def wait_for_tiles(flags, b, stage, num_tiles, tid, num_threads):
 
 
 @functools.cache
-def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, record: bool):
+def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, committer: bool,
+             record: bool):
     """The swap kernel for one compile-time configuration: blocks (tiles) of ``tile`` threads,
-    each thread resolving ``reps`` consecutive occurrences."""
+    each thread resolving ``reps`` consecutive occurrences, plus one committer tile per request
+    when ``committer``."""
     t = steps * top_k
     tiles = -(-t // (tile * reps))      # tiles per request
     warps = tile // LANES
@@ -763,8 +769,10 @@ def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, record: boo
 
     @cuda.jit(device=True, inline=True)
     def arrive(counters, b):
-        """Count this tile as arrived at request ``b``: 1 if it was the last one, else 0."""
-        return 1 if cuda.atomic.add(counters, (b, 1), 1) == tiles - 1 else 0
+        """Count this tile as arrived at request ``b``: 1 if it was the last one and so finishes
+        the request, else 0 (always 0 with a committer tile, which finishes it instead)."""
+        last = cuda.atomic.add(counters, (b, 1), 1) == tiles - 1
+        return 1 if last and not committer else 0
 
     @cuda.jit(device=True, inline=True)
     def finish_request(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, seq_lens,
@@ -829,6 +837,7 @@ def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, record: boo
             shared[0] = cuda.atomic.add(counters, (b, 0), 1)
             shared[1] = 0
             shared[2] = 0
+            shared[3] = 0
             shared[4] = 0
         cuda.syncthreads()
         y = shared[0]
@@ -841,117 +850,130 @@ def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, record: boo
         degraded = gen < 0
         sigma = next_sigma_dev(gen)
 
-        # 1. classify: outputs of non-misses, stamps, scratch-table inserts, claims of missed tokens
-        for r in range(reps):
-            occ = first + r
-            claim[r] = -1
-            is_first[r] = 0
-            if occ < t:
-                kind, val, tok = classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl, cache_index,
-                                              b, rid, occ, top_k, steps, hot, tail, degraded)
-                res = np.int64(-1)
-                if kind == 1:
-                    res = val
-                elif kind == 2:
-                    res = dbl[rid, val]
-                    if cuda.atomic.exch(cache_policy, (row, val), np.int32(e_now)) != e_now:
-                        cuda.atomic.add(shared, 1, 1)
-                elif kind == 3:
-                    table_insert_dev(meta64, row, t, sigma, tok)
-                    p = claim_token(claim_keys, b, tok)
-                    cuda.atomic.min(claim_first, (b, p), np.int32(occ))
-                    claim[r] = p
-                    token[r] = tok
-                if kind != 3:
-                    out[b, occ // top_k, occ % top_k] = res
-        cuda.syncthreads()
-        if tid == 0 and shared[1] > 0:
-            cuda.atomic.add(ss, (0, 2 * n + rid), shared[1])
-        publish(flags, b, CLAIMED, y, 1, tid)
-
-        # 2. once the earlier tiles have claimed, an occurrence is its token's first iff
-        # claim_first names it (later tiles only add larger occurrences); rank the firsts
-        wait_for_tiles(flags, b, CLAIMED, y, tid, tile)
-        count = 0
-        for r in range(reps):
-            if claim[r] >= 0:
-                if load_coherent(claim_first, (b, claim[r])) == first + r:
-                    is_first[r] = 1
-                    count += 1
-                else:
-                    shared[4] = 1
-        rank, num_first = block_exclusive_scan(scan, count, tid, tile)
-        publish(flags, b, COUNTED, y, num_first + 1, tid)
-        before = wait_for_tiles(flags, b, COUNTED, y, tid, tile)
-        if before > 0:
-            cuda.atomic.add(shared, 2, before)
-        cuda.syncthreads()
-        base = shared[2]                          # first misses in the earlier tiles
-
-        # 3. unique_idx = base + rank: outputs, copy list (scratch misses) and plan
-        u = base + rank
-        copies = 0
-        for r in range(reps):
-            if is_first[r] == 1:
-                claim_unique[b, claim[r]] = u
-                unique_token[b * t + u] = token[r]
-                unique_claim[b * t + u] = claim[r]
-                occ = first + r
-                if u < cap:
-                    loc = scratch_locs[rid, u]
-                    out[b, occ // top_k, occ % top_k] = loc
-                    if loc >= 0:
-                        copies += 1
-                else:
-                    out[b, occ // top_k, occ % top_k] = -2 - u
-                u += 1
-        entry, num_copies = block_exclusive_scan(scan, copies, tid, tile)
-        entry += b * t + base
-        u = base + rank
-        for r in range(reps):
-            if is_first[r] == 1:
-                if u < cap and scratch_locs[rid, u] >= 0:
-                    src = hcl[rid, token[r]]
-                    dst = scratch_locs[rid, u]
-                    copy_src[entry] = src
-                    copy_dst[entry] = dst
-                    entry += 1
-                    if record:
-                        miss_src[b, u] = src
-                        miss_dst[b, u] = dst
-                u += 1
-        if tid == 0 and num_first > 0:
-            cuda.atomic.add(ss, (0, n + rid), num_first)
-
-        # 4. publish NUMBERED. A tile holding later occurrences of missed tokens then waits for
-        # NUMBERED of the earlier tiles and gives them their first occurrence's location; it
-        # arrives (the per-request arrival counter) only after that, the others at once.
-        publish(flags, b, NUMBERED, y, 1, tid)
-        dups = shared[4]
-        if tid == 0 and dups == 0:
-            shared[3] = arrive(counters, b)
-        if dups == 1:
-            wait_for_tiles(flags, b, NUMBERED, y, tid, tile)
-            for r in range(reps):
-                if claim[r] >= 0 and is_first[r] == 0:
-                    u = load_coherent(claim_unique, (b, claim[r]))
-                    occ = first + r
-                    out[b, occ // top_k, occ % top_k] = scratch_locs[rid, u] if u < cap else -2 - u
-            cuda.threadfence()
-            cuda.syncthreads()
+        is_committer = committer and y == tiles
+        base = 0                                  # first misses in the earlier tiles
+        num_copies = 0
+        if is_committer:
+            # it took the request's last ticket, so every other tile of the request has
+            # started: wait until all of them have arrived
             if tid == 0:
+                while load_coherent(counters, (b, 1)) < tiles:
+                    pass
+        else:
+            # 1. classify: outputs of non-misses, stamps, scratch-table inserts, claims of
+            # missed tokens
+            for r in range(reps):
+                occ = first + r
+                claim[r] = -1
+                is_first[r] = 0
+                if occ < t:
+                    kind, val, tok = classify_dev(top_k_tokens, seq_lens, dbt, dbl, hcl,
+                                                  cache_index, b, rid, occ, top_k, steps, hot,
+                                                  tail, degraded)
+                    res = np.int64(-1)
+                    if kind == 1:
+                        res = val
+                    elif kind == 2:
+                        res = dbl[rid, val]
+                        if cuda.atomic.exch(cache_policy, (row, val), np.int32(e_now)) != e_now:
+                            cuda.atomic.add(shared, 1, 1)
+                    elif kind == 3:
+                        table_insert_dev(meta64, row, t, sigma, tok)
+                        p = claim_token(claim_keys, b, tok)
+                        cuda.atomic.min(claim_first, (b, p), np.int32(occ))
+                        claim[r] = p
+                        token[r] = tok
+                    if kind != 3:
+                        out[b, occ // top_k, occ % top_k] = res
+            cuda.syncthreads()
+            if tid == 0 and shared[1] > 0:
+                cuda.atomic.add(ss, (0, 2 * n + rid), shared[1])
+            publish(flags, b, CLAIMED, y, 1, tid)
+
+            # 2. once the earlier tiles have claimed, an occurrence is its token's first iff
+            # claim_first names it (later tiles only add larger occurrences); rank the firsts
+            wait_for_tiles(flags, b, CLAIMED, y, tid, tile)
+            count = 0
+            for r in range(reps):
+                if claim[r] >= 0:
+                    if load_coherent(claim_first, (b, claim[r])) == first + r:
+                        is_first[r] = 1
+                        count += 1
+                    else:
+                        shared[4] = 1
+            rank, num_first = block_exclusive_scan(scan, count, tid, tile)
+            publish(flags, b, COUNTED, y, num_first + 1, tid)
+            before = wait_for_tiles(flags, b, COUNTED, y, tid, tile)
+            if before > 0:
+                cuda.atomic.add(shared, 2, before)
+            cuda.syncthreads()
+            base = shared[2]
+
+            # 3. unique_idx = base + rank: outputs, copy list (scratch misses) and plan
+            u = base + rank
+            copies = 0
+            for r in range(reps):
+                if is_first[r] == 1:
+                    claim_unique[b, claim[r]] = u
+                    unique_token[b * t + u] = token[r]
+                    unique_claim[b * t + u] = claim[r]
+                    occ = first + r
+                    if u < cap:
+                        loc = scratch_locs[rid, u]
+                        out[b, occ // top_k, occ % top_k] = loc
+                        if loc >= 0:
+                            copies += 1
+                    else:
+                        out[b, occ // top_k, occ % top_k] = -2 - u
+                    u += 1
+            entry, num_copies = block_exclusive_scan(scan, copies, tid, tile)
+            entry += b * t + base
+            u = base + rank
+            for r in range(reps):
+                if is_first[r] == 1:
+                    if u < cap and scratch_locs[rid, u] >= 0:
+                        src = hcl[rid, token[r]]
+                        dst = scratch_locs[rid, u]
+                        copy_src[entry] = src
+                        copy_dst[entry] = dst
+                        entry += 1
+                        if record:
+                            miss_src[b, u] = src
+                            miss_dst[b, u] = dst
+                    u += 1
+            if tid == 0 and num_first > 0:
+                cuda.atomic.add(ss, (0, n + rid), num_first)
+
+            # 4. publish NUMBERED. A tile holding later occurrences of missed tokens then waits for
+            # NUMBERED of the earlier tiles and gives them their first occurrence's location; it
+            # arrives (the per-request arrival counter) only after that, the others at once.
+            publish(flags, b, NUMBERED, y, 1, tid)
+            dups = shared[4]
+            if tid == 0 and dups == 0:
                 shared[3] = arrive(counters, b)
+            if dups == 1:
+                wait_for_tiles(flags, b, NUMBERED, y, tid, tile)
+                for r in range(reps):
+                    if claim[r] >= 0 and is_first[r] == 0:
+                        u = load_coherent(claim_unique, (b, claim[r]))
+                        occ = first + r
+                        loc = scratch_locs[rid, u] if u < cap else -2 - u
+                        out[b, occ // top_k, occ % top_k] = loc
+                cuda.threadfence()
+                cuda.syncthreads()
+                if tid == 0:
+                    shared[3] = arrive(counters, b)
         cuda.syncthreads()
 
-        # 5. the last tile to arrive finishes the request. Copy destinations were read above,
-        # before the commit can swap scratch locations.
-        if shared[3] == 1:
+        # 5. the committer tile, or without one the last tile to arrive, finishes the request.
+        # Copy destinations were read above, before the commit can swap scratch locations.
+        if is_committer or shared[3] == 1:
             finish_request(top_k_tokens, dbt, hcl, dbl, host_words, dev_words, out, seq_lens,
                            cache_index, cache_policy, scratch_locs, ss, meta64, miss_src, miss_dst,
                            miss_count, counters, flags, claim_keys, claim_first, unique_token,
                            unique_claim, words_per_item, b, rid, tid, vict, aux, scan, flag)
 
-        # 6. this tile's scratch copies (host -> scratch locations)
+        # 6. this tile's scratch copies (host -> scratch locations); a committer tile has none
         start = b * t + base
         copy_items_flat(host_words, copy_src, start, dev_words, copy_dst, start, num_copies,
                         words_per_item, tid, tile)
@@ -985,11 +1007,24 @@ def tile_reps(batch: int, num_occurrences: int, tile: int) -> int:
     return reps
 
 
-def geometry(batch: int, num_occurrences: int) -> tuple[int, int, int]:
-    """(threads per tile, occurrences per thread, tiles per request) of a launch."""
+def committer_tile(batch: int, tiles: int) -> bool:
+    """Whether each request gets one more tile, without occurrences, that commits it.
+
+    Only when every tile, committers included, runs at once (one 1024-thread tile per SM): the
+    commit then runs on an SM of its own beside the copies, and no tile copies after committing.
+    When the tiles run in two waves (batch 64 at sglang's sizes) a waiting committer would hold an
+    SM that a tile could use, so the last tile to arrive commits instead. The simulator (one "SM")
+    takes the second path; the random test forces each."""
+    return batch * (tiles + 1) <= device.sm_count()
+
+
+def geometry(batch: int, num_occurrences: int) -> tuple[int, int, int, bool]:
+    """(threads per tile, occurrences per thread, tiles per request, committer tile) of a
+    launch; the grid is ``(batch, tiles + committer)``."""
     tile = tile_threads(num_occurrences)
     reps = tile_reps(batch, num_occurrences, tile)
-    return tile, reps, -(-int(num_occurrences) // (tile * reps))
+    tiles = -(-int(num_occurrences) // (tile * reps))
+    return tile, reps, tiles, committer_tile(batch, tiles)
 
 
 def load_cache_to_device_buffer_spec_mla(
@@ -1031,13 +1066,14 @@ def launch_unchecked(cfg: SpecConfig, *, top_k_tokens, device_buffer_tokens, hos
     if cfg.batch == 0:
         return
     t = cfg.steps * cfg.top_k
-    tile, reps, tiles = geometry(cfg.batch, t)
-    swap = _kernels(cfg.steps, cfg.top_k, cfg.hot, tile, reps, cfg.record)
+    tile, reps, tiles, committer = geometry(cfg.batch, t)
+    swap = _kernels(cfg.steps, cfg.top_k, cfg.hot, tile, reps, committer, cfg.record)
     if not cfg.record:
         miss_src, miss_dst, miss_count = placeholder_plan()
     work = workspace(cfg.batch, t)
     try:
-        device.launch(swap, (cfg.batch, tiles), tile, top_k_tokens, device_buffer_tokens,
+        device.launch(swap, (cfg.batch, tiles + committer), tile, top_k_tokens,
+                      device_buffer_tokens,
                       host_cache_locs, device_buffer_locs, device.byte_words(host_cache),
                       device.byte_words(device_buffer), top_k_device_locs, req_pool_indices,
                       seq_lens, state.cache_index, state.cache_policy, state.scratch_locs,
