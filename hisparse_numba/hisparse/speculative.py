@@ -1094,7 +1094,8 @@ def launch_unchecked(cfg: SpecConfig, *, top_k_tokens, device_buffer_tokens, hos
 
 class Workspace(NamedTuple):
     """Private buffers of the swap kernel; every tile's ticket, flags and claims are reset by the
-    request's last tile, so they are clean between launches.
+    request's finisher (the committer tile, or the last tile to arrive), so they are clean between
+    launches.
 
     counters ``[batch, 2]`` int32: tickets taken and tiles arrived. flags ``[batch, 3, tiles]``
     int32: per tile, claimed / counted (number of first misses + 1) / numbered. claim_keys,
