@@ -15,8 +15,11 @@ Each request has its own host rows. Compared, per batch size:
 GPU time is CUDA events around back-to-back calls (the per-call selection update, a 2 MB device
 copy, is timed alone and subtracted). The floor is the bytes that must cross PCIe (unique misses x
 item size x layers) at the measured pinned host-to-device memcpy bandwidth; ``floor %`` is
-floor time / GPU time. For scale, sglang's C++ launch pair (gather, then commit): 28 us
-(batch 1), 92 us (batch 8), 613 us (batch 64).
+floor time / GPU time. ``zc_us`` is the same unique misses (the anchor's last miss plan, x
+layers) copied by the harness's zero-copy gather with no decisions at all, and ``zc_pct`` its
+floor %: what any kernel that decides its copies on the GPU can reach at best. For scale,
+sglang's C++ launch pair (gather, then commit): 28 us (batch 1), 92 us (batch 8), 613 us
+(batch 64).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 
 from .. import device
 from ..hisparse.spec_examples import make_spec_problem, set_selection, wrong_items, snapshot
-from .harness import gpu_time_ms, h2d_pinned_gbps, print_table, require_gpu
+from .harness import gpu_time_ms, h2d_pinned_gbps, print_table, require_gpu, zero_copy_gather_ms
 
 NUM_STEPS, TOP_K, HOT, PAGE = 4, 2048, 4096, 64
 ITEM_WORDS = 72
@@ -106,6 +109,8 @@ def run(args) -> int:
             if lru is not None:
                 variants["lru_1_full"] = (lru, 1)
         sel_ms = gpu_time_ms(next_selection, iters=args.iters)
+        spec(1)()                  # one call records the anchor's miss plan
+        zc_ms = _zero_copy_ms(layers[0], layers[1], batch, item, args.iters)
         for name in args.variants:
             if name not in variants:
                 continue
@@ -113,8 +118,10 @@ def run(args) -> int:
             ms = gpu_time_ms(fn, iters=args.iters) - sel_ms * (name != "lru_1_full")
             floor_us = batch * UNIQUE_MISSES * item * n_layers / (h2d * 1e9) * 1e6
             us = ms * 1e3
+            zc_us = zc_ms * 1e3 * n_layers
             rows.append(dict(variant=name, batch=batch, gpu_us=us, floor_us=floor_us,
-                             floor_pct=100 * floor_us / us,
+                             floor_pct=100 * floor_us / us, zc_us=zc_us,
+                             zc_pct=100 * floor_us / zc_us,
                              gbps=batch * UNIQUE_MISSES * item * n_layers / (us * 1e-6) / 1e9,
                              sglang_us=(f"{SGLANG_US[batch]:.0f}" if batch in SGLANG_US and name == "spec_1_full" else "-")))
         device.synchronize()
@@ -124,8 +131,28 @@ def run(args) -> int:
             return 1
         del layers, sel
         xp.get_default_memory_pool().free_all_blocks()
-    print_table(rows, ["variant", "batch", "gpu_us", "floor_us", "floor_pct", "gbps", "sglang_us"])
+    print_table(rows, ["variant", "batch", "gpu_us", "floor_us", "floor_pct", "zc_us", "zc_pct",
+                       "gbps", "sglang_us"])
     return 0
+
+
+def _zero_copy_ms(anchor, other, batch, item, iters) -> float:
+    """GPU ms of the harness's zero-copy gather of the anchor's last miss plan into ``other``'s
+    device buffer (same host rows, same bytes as one speculative call), checked afterwards."""
+    device.synchronize()
+    count = device.to_host(anchor["miss_count"])[:batch]
+    if (count != UNIQUE_MISSES).any():
+        raise SystemExit(f"bench spec: miss_count {sorted(set(count.tolist()))}, expected {UNIQUE_MISSES}")
+    src_h = np.concatenate([device.to_host(anchor["miss_src"][r, :UNIQUE_MISSES]) for r in range(batch)])
+    dst_h = np.concatenate([device.to_host(anchor["miss_dst"][r, :UNIQUE_MISSES]) for r in range(batch)])
+    src, dst = device.to_device(src_h.astype(np.int64)), device.to_device(dst_h.astype(np.int64))
+    ms = zero_copy_gather_ms(other["host_cache"], other["device_buffer"], src, dst, item, iters)
+    device.synchronize()
+    host = np.asarray(other["host_cache"]).reshape(-1).view(np.uint8).reshape(-1, item)
+    dev = device.to_host(other["device_buffer"]).reshape(-1).view(np.uint8).reshape(-1, item)
+    if not np.array_equal(dev[dst_h], host[src_h]):
+        raise SystemExit("bench spec: the zero-copy gather copied wrong bytes")
+    return ms
 
 
 def _lru_variant(batch, sel, calls, positions):
