@@ -143,9 +143,9 @@ def _zero_copy_ms(anchor, other, batch, item, iters) -> float:
     count = device.to_host(anchor["miss_count"])[:batch]
     if (count != UNIQUE_MISSES).any():
         raise SystemExit(f"bench spec: miss_count {sorted(set(count.tolist()))}, expected {UNIQUE_MISSES}")
-    src_h = np.concatenate([device.to_host(anchor["miss_src"][r, :UNIQUE_MISSES]) for r in range(batch)])
-    dst_h = np.concatenate([device.to_host(anchor["miss_dst"][r, :UNIQUE_MISSES]) for r in range(batch)])
-    src, dst = device.to_device(src_h.astype(np.int64)), device.to_device(dst_h.astype(np.int64))
+    src_h = device.to_host(anchor["miss_src"])[:batch, :UNIQUE_MISSES].astype(np.int64).ravel()
+    dst_h = device.to_host(anchor["miss_dst"])[:batch, :UNIQUE_MISSES].astype(np.int64).ravel()
+    src, dst = device.to_device(src_h), device.to_device(dst_h)
     ms = zero_copy_gather_ms(other["host_cache"], other["device_buffer"], src, dst, item, iters)
     device.synchronize()
     host = np.asarray(other["host_cache"]).reshape(-1).view(np.uint8).reshape(-1, item)
