@@ -1,0 +1,429 @@
+"""The mutation sweep: start from a valid call, change one thing, and judge what the call does.
+
+A hostile or careless caller gets one of two answers, never a third:
+
+* a clean rejection: ``ValueError`` (or ``TypeError`` for a wrong Python type) whose message names
+  the argument, raised before anything is written, so every byte of every argument's root buffer
+  (the array a view was cut from) is unchanged; or
+* a result equal to the NumPy reference's on the same (mutated) inputs.
+
+Everything else is a finding, by kind: ``out-of-bounds`` (the simulator's ``IndexError`` from inside
+a kernel), ``crash`` (any other exception), ``hang`` (no answer within the time limit),
+``unnamed`` (a rejection that does not name the argument), ``written`` (a rejection after bytes
+changed), ``accepted-invalid`` (a documented-invalid input accepted), ``wrong`` (accepted, but not
+what the reference computes), ``reference-rejects`` (the launcher accepted what the reference
+refuses).
+
+An entry point describes one public function: how to build a valid call (NumPy on the host), how to
+move it to the device, how to call it, and how to judge an accepted call. A mutation changes the
+device-side call in place and says which argument it touched and whether the input is documented as
+invalid (``must_reject``). Generic mutations (dtype, ndim, layout, axes, Python types, scalars) come
+from :func:`array_mutations` and :func:`scalar_mutations`; value mutations (out-of-range ids,
+duplicates, aliasing, corrupted state) are written per family.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import signal
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from hisparse_numba import device
+
+xp = device.xp
+CALL_SECONDS = 30
+
+
+@dataclass
+class Mutation:
+    name: str
+    argument: str                       # the argument a rejection must name
+    apply: Callable[[dict], None]       # changes the device-side call in place
+    must_reject: bool = False           # documented invalid: accepting it is a finding
+    names: tuple = ()                   # other words that count as naming the argument
+
+
+@dataclass
+class EntryPoint:
+    name: str
+    build: Callable[[np.random.Generator], dict]   # a valid call, NumPy arrays on the host
+    call: Callable[[dict], Any]                    # calls the public function on device arrays
+    mutations: Callable[[dict], list]              # mutations of a built (host) call
+    judge: Callable[[dict, dict, Any], str | None] | None = None
+    # judge(host_call_before, device_call_after, result) -> None when right, else why it is wrong
+    to_device: Callable[[dict], dict] | None = None
+
+
+@dataclass
+class Finding:
+    entry: str
+    mutation: str
+    kind: str
+    detail: str
+
+
+@dataclass
+class Report:
+    entry: str
+    calls: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    findings: list = field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
+        return f"{self.entry}: {self.calls} mutated calls ({parts})"
+
+
+class CallTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int):
+    """Raise CallTimeout in the main thread after ``seconds`` (a spinning kernel or reference)."""
+    def on_alarm(signum, frame):
+        raise CallTimeout(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# ---------------------------------------------------------------------------------------------
+# Moving calls between host and device, and snapshots of every byte a call could touch.
+
+def is_array(v) -> bool:
+    return isinstance(v, np.ndarray) or (xp is not np and isinstance(v, xp.ndarray))
+
+
+def to_device_value(key, v):
+    if key == "host_cache" and isinstance(v, np.ndarray):
+        h = device.host_cache_array(v.shape, v.dtype)
+        h[...] = v
+        return h
+    if isinstance(v, np.ndarray):
+        return device.to_device(v)
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return type(v)(*(to_device_value(f, x) for f, x in zip(v._fields, v)))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return dataclasses.replace(v, **{f.name: to_device_value(f.name, getattr(v, f.name))
+                                         for f in dataclasses.fields(v) if f.init})
+    return v
+
+
+def to_host_value(v):
+    if is_array(v):
+        return device.to_host(v)
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return type(v)(*(to_host_value(x) for x in v))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return dataclasses.replace(v, **{f.name: to_host_value(getattr(v, f.name))
+                                         for f in dataclasses.fields(v) if f.init})
+    return v
+
+
+def default_to_device(call: dict) -> dict:
+    return {k: to_device_value(k, v) for k, v in call.items()}
+
+
+def to_host_call(call: dict) -> dict:
+    return {k: to_host_value(v) for k, v in call.items()}
+
+
+def arrays_of(value, path=""):
+    """(path, array) for every array inside a call value (NamedTuples and dataclasses too)."""
+    if is_array(value):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from arrays_of(v, f"{path}.{k}" if path else k)
+    elif isinstance(value, tuple) and hasattr(value, "_fields"):
+        for f, v in zip(value._fields, value):
+            yield from arrays_of(v, f"{path}.{f}")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from arrays_of(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from arrays_of(v, f"{path}[{i}]")
+
+
+def raw_bytes(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+def root(a):
+    while getattr(a, "base", None) is not None and is_array(a.base):
+        a = a.base
+    return a
+
+
+def snapshot(call: dict) -> list:
+    """A host copy of the root buffer of every array in the call (each root once)."""
+    seen, snap = set(), []
+    for path, a in arrays_of(call):
+        r = root(a)
+        if id(r) in seen:
+            continue
+        seen.add(id(r))
+        snap.append((path, r, device.to_host(r)))
+    return snap
+
+
+def changed(snap: list) -> list:
+    device.synchronize()
+    return [path for path, r, before in snap
+            if not np.array_equal(raw_bytes(device.to_host(r)), raw_bytes(before))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging one mutated call.
+
+def names_argument(message: str, mutation: Mutation) -> bool:
+    words = (mutation.argument, *mutation.names)
+    leaf = mutation.argument.split(".")[-1]
+    return any(w and w in message for w in (*words, leaf))
+
+
+def judge_call(entry: EntryPoint, host_call: dict, mutation: Mutation) -> tuple[str, str]:
+    """Run one mutated call; return (outcome, detail). ``ok-*`` outcomes are not findings."""
+    to_dev = entry.to_device or default_to_device
+    call = to_dev(host_call)
+    try:
+        mutation.apply(call)
+    except Exception as e:  # noqa: BLE001 - a broken mutation is the sweep's own bug
+        return "sweep-error", f"mutation failed: {type(e).__name__}: {e}"
+    before_host = to_host_call(call)
+    snap = snapshot(call)
+    try:
+        with time_limit(CALL_SECONDS):
+            result = entry.call(call)
+            device.synchronize()
+    except CallTimeout as e:
+        return "hang", str(e)
+    except (ValueError, TypeError) as e:
+        message = str(e)
+        touched = changed(snap)
+        if touched:
+            return "written", f"{type(e).__name__}: {message[:160]} but changed {touched}"
+        if not names_argument(message, mutation):
+            return "unnamed", f"{type(e).__name__}: {message[:200]}"
+        return "ok-rejected", ""
+    except IndexError as e:
+        return "out-of-bounds", f"{e}"[:240]
+    except Exception as e:  # noqa: BLE001
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        return "crash", f"{type(e).__name__}: {e} ({tb.filename.split('/')[-1]}:{tb.lineno})"[:240]
+    if mutation.must_reject:
+        return "accepted-invalid", "the call returned normally"
+    if entry.judge is None:
+        return "ok-accepted", ""
+    try:
+        with time_limit(CALL_SECONDS):
+            why = entry.judge(before_host, call, result)
+    except CallTimeout as e:
+        return "hang", f"reference: {e}"
+    except (ValueError, TypeError) as e:
+        return "reference-rejects", f"{type(e).__name__}: {e}"[:240]
+    except Exception as e:  # noqa: BLE001
+        return "crash", f"reference: {type(e).__name__}: {e}"[:240]
+    return ("wrong", why) if why else ("ok-accepted", "")
+
+
+def sweep(entry: EntryPoint, seed: int = 0) -> Report:
+    rng = np.random.default_rng(seed)
+    report = Report(entry.name)
+    base = entry.build(rng)
+    for mutation in entry.mutations(base):
+        host_call = copy_call(base)
+        outcome, detail = judge_call(entry, host_call, mutation)
+        report.calls += 1
+        report.outcomes[outcome] += 1
+        if not outcome.startswith("ok-"):
+            report.findings.append(Finding(entry.name, mutation.name, outcome, detail))
+    return report
+
+
+def copy_call(call: dict) -> dict:
+    out = {}
+    for k, v in call.items():
+        if isinstance(v, np.ndarray):
+            out[k] = v.copy()
+        elif isinstance(v, tuple) and hasattr(v, "_fields"):
+            out[k] = type(v)(*(x.copy() if isinstance(x, np.ndarray) else x for x in v))
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            out[k] = dataclasses.replace(v, **{f.name: (getattr(v, f.name).copy()
+                                                        if isinstance(getattr(v, f.name), np.ndarray)
+                                                        else getattr(v, f.name))
+                                               for f in dataclasses.fields(v) if f.init})
+        else:
+            out[k] = v
+    return out
+
+
+def compare_calls(expected: dict, got: dict) -> str | None:
+    """None when every array of ``got`` (device) equals ``expected`` (host) byte for byte."""
+    want = dict(arrays_of(expected))
+    for path, a in arrays_of(got):
+        if path not in want:
+            continue
+        g, w = device.to_host(a), want[path]
+        if g.shape != w.shape or g.dtype != w.dtype or not np.array_equal(raw_bytes(g), raw_bytes(w)):
+            return f"{path} differs from the reference"
+    return None
+
+
+def reference_judge(reference: Callable[..., Any]):
+    """A judge that runs ``reference(**host_call)`` and compares every array."""
+    def judge(host_call, device_call, result):
+        reference(**host_call)
+        return compare_calls(host_call, device_call)
+    return judge
+
+
+# ---------------------------------------------------------------------------------------------
+# Generic mutations. ``get``/``put`` address a value by a dotted path: "state.cache_index".
+
+def get(call: dict, path: str):
+    head, *rest = path.split(".")
+    v = call[head]
+    for name in rest:
+        v = getattr(v, name)
+    return v
+
+
+def put(call: dict, path: str, value) -> None:
+    head, *rest = path.split(".")
+    if not rest:
+        call[head] = value
+        return
+    parent_path = ".".join([head, *rest[:-1]])
+    parent = get(call, parent_path)
+    if isinstance(parent, tuple) and hasattr(parent, "_fields"):
+        new = parent._replace(**{rest[-1]: value})
+    else:
+        new = dataclasses.replace(parent, **{rest[-1]: value})
+    put(call, parent_path, new)
+
+
+def _setter(path, fn):
+    def apply(call):
+        put(call, path, fn(get(call, path)))
+    return apply
+
+
+OTHER_DTYPES = {np.int16: (np.int32,), np.int32: (np.int64, np.int16, np.float32, np.uint32),
+                np.int64: (np.int32, np.float64, np.uint64), np.uint8: (np.int32,),
+                np.float32: (np.float64, np.int32), np.uint64: (np.int64,)}
+
+
+def array_mutations(path: str, a: np.ndarray, *, dtypes: tuple = (), optional: bool = False,
+                    layout: bool = True, axes: bool = True, any_shape: bool = False,
+                    names: tuple = ()) -> list[Mutation]:
+    """Shape, dtype, layout and Python-type mutations of one array argument.
+
+    ``dtypes`` are the accepted dtypes (empty: any dtype is accepted, so dtype changes are judged
+    by the reference). Changing ndim (unless ``any_shape``: a byte pool), or passing a list, a
+    scalar or a string, must be rejected.
+    """
+    out = []
+    accepted = tuple(np.dtype(d) for d in dtypes)
+
+    def m(name, fn, must_reject=False):
+        out.append(Mutation(f"{path}: {name}", path, _setter(path, fn), must_reject, names))
+
+    for d in OTHER_DTYPES.get(a.dtype.type, (np.int32,)):
+        if np.dtype(d) not in accepted:
+            m(f"dtype {np.dtype(d).name}", lambda v, d=d: v.astype(d), must_reject=bool(accepted))
+    m("one more axis", lambda v: v[None], must_reject=not any_shape)
+    if a.ndim >= 1:
+        m("flattened" if a.ndim > 1 else "0-d", lambda v: v.reshape(-1) if v.ndim > 1 else v[0],
+          must_reject=not any_shape)
+    m("Python list", lambda v: v.tolist(), must_reject=True)
+    m("string", lambda v: "not an array", must_reject=True)
+    m("Python int", lambda v: 3, must_reject=True)
+    if not optional:
+        m("None", lambda v: None, must_reject=True)
+    if layout and a.ndim >= 1 and a.shape[-1] >= 1:
+        m("inner stride 2 (a strided view)", lambda v: xp.repeat(v, 2, axis=-1)[..., ::2])
+        if a.ndim == 2:
+            m("Fortran order", lambda v: xp.asfortranarray(v))
+        m("an offset view (base not at the root's start)",
+          lambda v: xp.concatenate([v.reshape(-1)[:1], v.reshape(-1)])[1:].reshape(v.shape))
+    if axes and a.ndim >= 1:
+        for ax in range(a.ndim):
+            if a.shape[ax] > 0:
+                m(f"axis {ax} empty", lambda v, ax=ax: xp.take(v, xp.arange(0), axis=ax))
+            if a.shape[ax] > 1:
+                m(f"axis {ax} one short", lambda v, ax=ax: xp.take(v, xp.arange(v.shape[ax] - 1), axis=ax))
+            m(f"axis {ax} one long", lambda v, ax=ax: xp.concatenate(
+                [v, xp.take(v, xp.arange(min(1, v.shape[ax])), axis=ax)], axis=ax)
+                if v.shape[ax] else v)
+    return out
+
+
+def scalar_mutations(path: str, value, *, low=None, high=None, optional: bool = False,
+                     names: tuple = ()) -> list[Mutation]:
+    """Bad Python scalars: floats (even integral-looking ones), inf, NaN, strings, bools, None,
+    values outside ``[low, high]``. An integer in range of another integer type is fine (judged)."""
+    out = []
+
+    def m(name, new, must_reject=True):
+        out.append(Mutation(f"{path}: {name}", path, lambda call, new=new: put(call, path, new),
+                            must_reject, names))
+
+    v = int(value)
+    m("float with a fraction", v + 0.5)
+    m("integral float", float(v))
+    m("inf", math.inf)
+    m("nan", math.nan)
+    m("string", str(v))
+    m("bool", True)
+    m("list", [v])
+    if not optional:
+        m("None", None)
+    m("numpy int64 (fine)", np.int64(v), must_reject=False)
+    if low is not None:
+        m(f"below {low}", int(low) - 1)
+        m("very negative", -2**40)
+    if high is not None:
+        m(f"above {high}", int(high) + 1)
+        m("huge", 2**62)
+    return out
+
+
+def value_mutation(path: str, name: str, fn: Callable[[Any], Any], *, must_reject=True,
+                   names: tuple = ()) -> Mutation:
+    """A value change of one argument: ``fn`` gets a NumPy copy and returns the new NumPy value,
+    which goes back to the device in the argument's original array type."""
+    def apply(call):
+        new = np.asarray(fn(device.to_host(get(call, path))))
+        put(call, path, to_device_value(path.split(".")[-1], new))
+    return Mutation(f"{path}: {name}", path, apply, must_reject, names)
+
+
+def alias(path_a: str, path_b: str, *, must_reject=True, names: tuple = ()) -> Mutation:
+    """Pass argument ``path_a``'s buffer also as ``path_b`` (same shape and dtype needed)."""
+    return Mutation(f"{path_b}: aliases {path_a}", path_b,
+                    lambda call: put(call, path_b, get(call, path_a)), must_reject, names)
+
+
+def format_findings(reports: list[Report], limit: int = 60) -> str:
+    lines = [r.summary() for r in reports]
+    findings = [f for r in reports for f in r.findings]
+    for f in findings[:limit]:
+        lines.append(f"  [{f.kind}] {f.entry} / {f.mutation}: {f.detail}")
+    if len(findings) > limit:
+        lines.append(f"  ... and {len(findings) - limit} more")
+    return "\n".join(lines)
