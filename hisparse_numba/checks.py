@@ -50,6 +50,27 @@ def check_ndim(name: str, a, ndim: int, layout: str) -> None:
         fail(f"{name} must have shape {layout}, got {describe(a)}")
 
 
+def check_array(name: str, a, dtype, *, shape=None, ndim=None, prefix: str = "") -> None:
+    """A C-contiguous array of ``dtype`` with ``ndim`` dimensions or exactly ``shape``.
+
+    ``prefix`` opens every message (kv-canary's launchers write ``"kv-canary: "``).
+    """
+    if np.dtype(a.dtype) != np.dtype(dtype):
+        fail(f"{prefix}{name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
+    if ndim is not None and a.ndim != ndim:
+        fail(f"{prefix}{name} must be {ndim}-D, got {describe(a)}")
+    if shape is not None and tuple(a.shape) != tuple(shape):
+        fail(f"{prefix}{name} must have shape {tuple(shape)}, got {describe(a)}")
+    if not a.flags.c_contiguous:
+        fail(f"{prefix}{name} must be contiguous")
+
+
+def check_block_size(block_size) -> None:
+    """A CUDA block of whole warps: a multiple of 32 in ``[32, 1024]``."""
+    if int(block_size) < 32 or int(block_size) > 1024 or int(block_size) % 32:
+        fail(f"block_size must be a multiple of 32 in [32, 1024], got {block_size}")
+
+
 def check_inner_contiguous(name: str, a) -> None:
     """Rows must be dense: the last axis has element stride 1."""
     if a.shape[-1] > 1 and int(a.strides[-1]) != np.dtype(a.dtype).itemsize:

@@ -24,12 +24,12 @@ from hisparse_numba.kv_canary.examples import (
     context_pair,
     context_state,
     plan_problem,
-    check_write_slots_distinct,
-    random_plan_problem,
     real_kv_pool,
     run_step,
     step_inputs,
 )
+
+from .builders import check_write_slots_distinct, random_plan_problem
 
 ON_GPU = device.backend() == "cuda"  # as tests/conftest.py defines it
 C = FailReason
