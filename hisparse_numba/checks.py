@@ -14,6 +14,7 @@ from .device import data_address
 
 ALIGN_BYTES = 16
 ALIGNMENT_MESSAGE = "The pointers must be multiple of 16 bytes."
+CANARY_PREFIX = "kv-canary: "  # opens every kv-canary message, as in sglang
 
 
 def fail(message: str) -> None:
@@ -50,19 +51,17 @@ def check_ndim(name: str, a, ndim: int, layout: str) -> None:
         fail(f"{name} must have shape {layout}, got {describe(a)}")
 
 
-def check_array(name: str, a, dtype, *, shape=None, ndim=None, prefix: str = "") -> None:
-    """A C-contiguous array of ``dtype`` with ``ndim`` dimensions or exactly ``shape``.
-
-    ``prefix`` opens every message (kv-canary's launchers write ``"kv-canary: "``).
-    """
+def check_canary_array(name: str, a, dtype, *, shape=None, ndim=None) -> None:
+    """kv-canary's array check: ``dtype``, then ``ndim`` dimensions or exactly ``shape``, then
+    C-contiguous; its messages open with ``kv-canary:`` as sglang's do."""
     if np.dtype(a.dtype) != np.dtype(dtype):
-        fail(f"{prefix}{name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
+        fail(f"{CANARY_PREFIX}{name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
     if ndim is not None and a.ndim != ndim:
-        fail(f"{prefix}{name} must be {ndim}-D, got {describe(a)}")
+        fail(f"{CANARY_PREFIX}{name} must be {ndim}-D, got {describe(a)}")
     if shape is not None and tuple(a.shape) != tuple(shape):
-        fail(f"{prefix}{name} must have shape {tuple(shape)}, got {describe(a)}")
+        fail(f"{CANARY_PREFIX}{name} must have shape {tuple(shape)}, got {describe(a)}")
     if not a.flags.c_contiguous:
-        fail(f"{prefix}{name} must be contiguous")
+        fail(f"{CANARY_PREFIX}{name} must be contiguous")
 
 
 def check_block_size(block_size) -> None:

@@ -66,14 +66,10 @@ def load_cache_to_device_buffer_mla_reference(
     (unless ``skip_io``) and the plan, exactly as the kernel does. ``page_size`` and
     ``block_size`` do not change the result.
     """
-    call = check_swap_in(
-        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
-        host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
-        host_cache=host_cache, device_buffer=device_buffer, top_k_device_locs=top_k_device_locs,
-        req_pool_indices=req_pool_indices, seq_lens=seq_lens, lru_slots=lru_slots,
-        item_size_bytes=item_size_bytes, num_top_k=num_top_k, hot_buffer_size=hot_buffer_size,
-        block_size=block_size, num_real_reqs=num_real_reqs, miss_src=miss_src,
-        miss_dst=miss_dst, miss_count=miss_count, skip_io=skip_io)
+    call = check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                         host_cache, device_buffer, top_k_device_locs, req_pool_indices, seq_lens,
+                         lru_slots, item_size_bytes, num_top_k, hot_buffer_size, page_size, block_size,
+                         num_real_reqs, miss_src, miss_dst, miss_count, skip_io)
     K, H, item = call.num_top_k, call.hot_buffer_size, call.item_size_bytes
     host_bytes = host_cache.reshape(-1).view(np.uint8)
     dev_bytes = device_buffer.reshape(-1).view(np.uint8)
@@ -369,12 +365,8 @@ def load_cache_to_device_buffer_mla(
     Long-path rows must select K distinct positions in ``[0, seq_len)``, each miss with a host
     backup. ``page_size`` is unused (as in sglang). ``skip_io`` plans without moving bytes.
     """
-    call = check_swap_in(
-        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
-        host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
-        host_cache=host_cache, device_buffer=device_buffer, top_k_device_locs=top_k_device_locs,
-        req_pool_indices=req_pool_indices, seq_lens=seq_lens, lru_slots=lru_slots,
-        item_size_bytes=item_size_bytes, num_top_k=num_top_k, hot_buffer_size=hot_buffer_size,
-        block_size=block_size, num_real_reqs=num_real_reqs, miss_src=miss_src,
-        miss_dst=miss_dst, miss_count=miss_count, skip_io=skip_io)
-    launch_unchecked(call)
+    launch_unchecked(check_swap_in(
+        top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
+        device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots, item_size_bytes,
+        num_top_k, hot_buffer_size, page_size, block_size, num_real_reqs, miss_src, miss_dst,
+        miss_count, skip_io))

@@ -63,15 +63,19 @@ class SwapInCall(NamedTuple):
     miss_count: object = None
 
 
-def check_swap_in(*, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-                  host_cache, device_buffer, top_k_device_locs, req_pool_indices, seq_lens,
-                  lru_slots, item_size_bytes, num_top_k, hot_buffer_size, block_size,
+def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
+                  device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots,
+                  item_size_bytes, num_top_k, hot_buffer_size, page_size=1, block_size=256,
                   num_real_reqs=None, miss_src=None, miss_dst=None, miss_count=None,
                   skip_io=False) -> SwapInCall:
     """Every precondition of the single-step swap-in, checked before anything is written.
 
+    Takes the launcher's arguments, in its order (``page_size`` is unused, as in sglang), so that
+    ``check_swap_in(**problem)`` works on a problem of ``hisparse.examples``.
+
     sglang's own checks come first, with its texts; then the checks sglang omits although a
-    violation corrupts memory or state silently (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``).
+    violation corrupts memory or state silently
+    (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``).
     Returns the accepted call for :func:`swap_in.launch_unchecked`.
     """
     K, H = int(num_top_k), int(hot_buffer_size)

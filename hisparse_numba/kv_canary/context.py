@@ -29,10 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import device
-from ..checks import check_array, describe, fail
+from ..checks import check_canary_array, describe, fail
 from ..device import cuda, xp
 from .hashing import (
-    ERROR_PREFIX,
     MAX_REAL_KV_SOURCES,
     VIOLATION_FIELDS,
     CanaryLaunchTag,
@@ -146,21 +145,21 @@ def check_context(ctx: VerifyOrWriteContext) -> None:
     if int(ctx.real_kv_hash_mode) not in (0, 1, 2):
         fail(f"kv-canary: real_kv_hash_mode must be 0 (NONE), 1 (PARTIAL) or 2 (ALL), got {ctx.real_kv_hash_mode}")
     buf = ctx.canary_buf
-    check_array("canary_buf", buf, np.uint8, ndim=2, prefix=ERROR_PREFIX)
+    check_canary_array("canary_buf", buf, np.uint8, ndim=2)
     if buf.shape[1] < 32:
         fail(f"kv-canary: canary_buf slot stride must hold at least 4 int64 fields, got {buf.shape[1] // 8}")
     if buf.shape[1] % 8 or device.data_address(buf) % 8:
         fail(f"kv-canary: canary_buf rows must be whole int64 fields (stride and base multiples of 8 "
              f"bytes), got {describe(buf)}")
     ring = ctx.violation_ring
-    check_array("violation_ring", ring, np.int64, ndim=2, prefix=ERROR_PREFIX)
+    check_canary_array("violation_ring", ring, np.int64, ndim=2)
     if ring.shape[1] != VIOLATION_FIELDS:
         fail(f"kv-canary: violation_ring must have shape [ring_capacity, {VIOLATION_FIELDS}], got {describe(ring)}")
-    check_array("violation_write_index", ctx.violation_write_index, np.int32, shape=(1,), prefix=ERROR_PREFIX)
-    check_array("slot_run_counter", ctx.slot_run_counter, np.int64, shape=(1,), prefix=ERROR_PREFIX)
-    check_array("kernel_run_counter", ctx.kernel_run_counter, np.int64, shape=(1,), prefix=ERROR_PREFIX)
+    check_canary_array("violation_write_index", ctx.violation_write_index, np.int32, shape=(1,))
+    check_canary_array("slot_run_counter", ctx.slot_run_counter, np.int64, shape=(1,))
+    check_canary_array("kernel_run_counter", ctx.kernel_run_counter, np.int64, shape=(1,))
     if ctx.enable_chain_position_assert is not None:
-        check_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,), prefix=ERROR_PREFIX)
+        check_canary_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,))
 
 
 # ---------------------------------------------------------------------------------------------

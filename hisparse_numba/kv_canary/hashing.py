@@ -29,7 +29,6 @@ import numpy as np
 from ..device import SIMULATOR, cuda
 
 U64_MASK = (1 << 64) - 1
-ERROR_PREFIX = "kv-canary: "  # opens every kv-canary error message, as in sglang
 
 CANARY_CHAIN_ANCHOR = 0xC0FFEE1234567890
 REQ_POOL_IDX_PADDING = 0

@@ -12,8 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..checks import check_array, describe, fail
-from .hashing import ERROR_PREFIX
+from ..checks import check_canary_array, describe, fail
 
 PLAN_BS_BLOCK_SIZE = 4096
 
@@ -110,10 +109,10 @@ def _check_vector(fn, name, a, dtype, length=None):
     if a.ndim != 1 or (length is not None and a.shape[0] != length):
         want = f"[{length}]" if length is not None else "1-D"
         fail(f"kv-canary: {fn} {name} must have shape {want}, got {describe(a)}")
-    check_array(name, a, dtype, prefix=ERROR_PREFIX)
+    check_canary_array(name, a, dtype)
 
 
 def _check_matrix(fn, name, a, dtype):
     if a.ndim != 2:
         fail(f"kv-canary: {fn} {name} must be 2-D, got {describe(a)}")
-    check_array(name, a, dtype, prefix=ERROR_PREFIX)
+    check_canary_array(name, a, dtype)

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import check_array, fail
+from ..checks import check_canary_array, fail
 from ..device import cuda
 from .context import (
     VerifyOrWriteContext,
@@ -45,7 +45,6 @@ from .context import (
     source_arguments,
 )
 from .hashing import (
-    ERROR_PREFIX,
     CANARY_FIELD_POSITION,
     CANARY_FIELD_PREV_HASH,
     CANARY_FIELD_REAL_KV_HASH,
@@ -198,8 +197,8 @@ def check_canary_verify(*, context, plan, check_verify_expected_token) -> Canary
     cap = int(plan.verify_slot_indices.shape[0])
     for name in ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
                  "verify_prev_slot_indices"):
-        check_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,), prefix=ERROR_PREFIX)
-    check_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,), prefix=ERROR_PREFIX)
-    check_array("plan.enable", plan.enable, np.int32, shape=(1,), prefix=ERROR_PREFIX)
+        check_canary_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,))
+    check_canary_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,))
+    check_canary_array("plan.enable", plan.enable, np.int32, shape=(1,))
     return CanaryVerifyCall(context=context, plan=plan,
                             check_verify_expected_token=bool(check_verify_expected_token))

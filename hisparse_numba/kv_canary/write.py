@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import check_array, fail
+from ..checks import check_canary_array, fail
 from ..device import cuda
 from .context import (
     VerifyOrWriteContext,
@@ -55,7 +55,6 @@ from .context import (
     source_arguments,
 )
 from .hashing import (
-    ERROR_PREFIX,
     CHAIN_HEAD_HASH,
     CANARY_FIELD_POSITION,
     CANARY_FIELD_PREV_HASH,
@@ -246,11 +245,9 @@ def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, en
     if not isinstance(plan, WritePlan):
         fail(f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
     r = int(plan.write_seed_slot_indices.shape[0])
-    check_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,), prefix=ERROR_PREFIX)
-    check_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1,
-                prefix=ERROR_PREFIX)
-    check_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,),
-                prefix=ERROR_PREFIX)
+    check_canary_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,))
+    check_canary_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1)
+    check_canary_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,))
     n = int(input_ids.shape[0]) if input_ids.ndim == 1 else -1
     names = ["input_ids", "positions", "out_cache_loc"]
     arrays = [input_ids, positions, out_cache_loc]
@@ -258,7 +255,7 @@ def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, en
         names += ["expected_input_tokens", "expected_input_positions"]
         arrays += [expected_input_tokens, expected_input_positions]
     for name, a in zip(names, arrays):
-        check_array(name, a, np.int64, ndim=1, prefix=ERROR_PREFIX)
+        check_canary_array(name, a, np.int64, ndim=1)
         if a.shape[0] != n:
             fail(f"kv-canary: {name} must have the length of input_ids ({n}), got {a.shape[0]}")
     return CanaryWriteCall(context=context, plan=plan, input_ids=input_ids, positions=positions,
