@@ -14,6 +14,7 @@ from .device import data_address
 
 ALIGN_BYTES = 16
 ALIGNMENT_MESSAGE = "The pointers must be multiple of 16 bytes."
+CANARY_PREFIX = "kv-canary: "  # opens every kv-canary message, as in sglang
 
 
 def fail(message: str) -> None:
@@ -48,6 +49,25 @@ def check_dtype_in(name: str, a, dtypes) -> None:
 def check_ndim(name: str, a, ndim: int, layout: str) -> None:
     if a.ndim != ndim:
         fail(f"{name} must have shape {layout}, got {describe(a)}")
+
+
+def check_canary_array(name: str, a, dtype, *, shape=None, ndim=None) -> None:
+    """kv-canary's array check: ``dtype``, then ``ndim`` dimensions or exactly ``shape``, then
+    C-contiguous; its messages open with ``kv-canary:`` as sglang's do."""
+    if np.dtype(a.dtype) != np.dtype(dtype):
+        fail(f"{CANARY_PREFIX}{name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
+    if ndim is not None and a.ndim != ndim:
+        fail(f"{CANARY_PREFIX}{name} must be {ndim}-D, got {describe(a)}")
+    if shape is not None and tuple(a.shape) != tuple(shape):
+        fail(f"{CANARY_PREFIX}{name} must have shape {tuple(shape)}, got {describe(a)}")
+    if not a.flags.c_contiguous:
+        fail(f"{CANARY_PREFIX}{name} must be contiguous")
+
+
+def check_block_size(block_size) -> None:
+    """A CUDA block of whole warps: a multiple of 32 in ``[32, 1024]``."""
+    if int(block_size) < 32 or int(block_size) > 1024 or int(block_size) % 32:
+        fail(f"block_size must be a multiple of 32 in [32, 1024], got {block_size}")
 
 
 def check_inner_contiguous(name: str, a) -> None:

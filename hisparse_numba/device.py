@@ -18,8 +18,8 @@ variable ``HISPARSE_NUMBA_BACKEND``:
   instead of run. CPU-only CI uses it to catch what the simulator never checks (types,
   constant shared-array sizes). Needs NVVM (``numba-cuda[cu13]``).
 
-Kernel modules write ``from hisparse_numba.device import cuda`` and launch through
-:func:`kernel_array`, so that no other module knows which world it is in.
+Kernel modules write ``from ..device import cuda`` and launch through :func:`launch`, so that no
+other module knows which world it is in. ``docs/two-worlds.md`` explains the design.
 """
 
 from __future__ import annotations
@@ -170,13 +170,6 @@ def is_mapped(a) -> bool:
     return isinstance(a, np.ndarray) and hasattr(a, "__cuda_array_interface__")
 
 
-def is_device_array(a) -> bool:
-    """True for arrays a kernel can take without a hidden copy (device or mapped)."""
-    if SIMULATOR or COMPILE_ONLY:
-        return isinstance(a, np.ndarray)
-    return isinstance(a, xp.ndarray) or is_mapped(a)
-
-
 def data_address(a) -> int:
     """The address of ``a``'s first element (device address for device/mapped arrays)."""
     if hasattr(a, "__cuda_array_interface__"):
@@ -268,7 +261,6 @@ __all__ = [
     "cuda",
     "data_address",
     "host_cache_array",
-    "is_device_array",
     "is_mapped",
     "jit_kernel",
     "kernel_array",

@@ -14,6 +14,8 @@ first store: the more reads in flight, the closer a kernel gets to the PCIe floo
 * ``copy_items_flat``: a whole block copies a LIST of items; the block walks the flattened
   (item, word) space, so consecutive threads read consecutive words (coalesced) whatever
   the item size.
+
+Lessons: 00 (the hot buffer), 10 (16-byte alignment).
 """
 
 from .device import cuda

@@ -1,6 +1,6 @@
 """``hisparse-numba bench swap-in``: the single-step swap-in at sglang's benchmark shape.
 
-Shape (hisparse-single-step.md section 6.4): top_k 2048, 512-byte items, hot buffer 4096,
+Shape (``docs/hisparse-single-step.md#benchmark-shape``): top_k 2048, 512-byte items, hot buffer 4096,
 miss rate 0.2 (410 misses per request), block 1024; batch 1 to 64. Tags start as
 ``arange(H)``; hits are positions ``0..hits-1``. Every request owns its host rows (so no host
 item is read twice and the PCIe figure is honest) and its ``H + 1`` device rows.
@@ -67,13 +67,9 @@ class Workload:
         for w in range(windows):
             q = np.concatenate([np.arange(hits), H + w * misses + np.arange(misses)]).astype(np.int32)
             self.queries.append(xp.asarray(np.tile(q, (batch, 1))))
-        self.prepared = [
-            si.swap_in_args(False, q, self.arrays["device_buffer_tokens"], self.arrays["host_cache_locs"],
-                            self.arrays["device_buffer_locs"], self.host_cache, self.arrays["device_buffer"],
-                            self.arrays["top_k_device_locs"], self.arrays["req_pool_indices"],
-                            self.arrays["seq_lens"], self.arrays["lru_slots"], self.arrays["num_real_reqs"],
-                            None, None, None, item)
-            for q in self.queries]
+        self.calls = [si.check_swap_in(**self.kwargs(q))
+                      for q in self.queries]
+        self.prepared = [si.kernel_args(call) for call in self.calls]
         self.step = 0
 
     def kwargs(self, query, **extra):
@@ -83,15 +79,15 @@ class Workload:
 
     def launch(self):
         """One bare kernel launch (pre-converted arguments, no validation)."""
-        args = self.prepared[self.step % self.windows]
+        i = self.step % self.windows
         self.step += 1
-        si.launch_prepared(self.batch, self.K, self.H, self.block_size, False, False, args)
+        si.launch_unchecked(self.calls[i], self.prepared[i])
 
     def plan_only(self):
         """One bare launch with ``skip_io``: the planning phases alone, no bytes moved."""
-        args = self.prepared[self.step % self.windows]
+        i = self.step % self.windows
         self.step += 1
-        si.launch_prepared(self.batch, self.K, self.H, self.block_size, False, True, args)
+        si.launch_unchecked(self.calls[i]._replace(skip_io=True), self.prepared[i])
 
     def call(self, **extra):
         """One call of the public launcher (validation included)."""

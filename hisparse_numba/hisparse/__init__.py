@@ -1,8 +1,10 @@
 """HiSparse: the per-request GPU hot buffer in front of a host KV pool.
 
 Read in this order: ``gather`` (moving items host -> device), ``swap_in`` (the single-step LRU
-swap-in), ``planned_copy`` (replaying its miss plan into other layers), ``miss_plan`` (sizing a
-plan), ``spec_state`` and ``speculative`` (the multi-step swap-in of speculative decoding).
+swap-in; its checks in ``swap_in_checks``), ``planned_copy`` (replaying its miss plan into other
+layers), ``miss_plan`` (sizing a plan), ``spec_state`` and ``speculative`` (the multi-step swap-in
+of speculative decoding). Each launcher is ``check_<family>(...)`` (the accepted call) then its
+module's ``launch_unchecked(call)``. The behaviour: ``docs/hisparse-single-step.md``.
 """
 
 from .gather import gather_to_hot_buffer, gather_to_hot_buffer_reference

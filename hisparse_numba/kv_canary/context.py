@@ -16,6 +16,9 @@ Ring order: on the GPU, concurrent threads reserve rows in an order that is a ra
 so only the multiset of rows is defined. The NumPy references append in entry order; tests compare
 the ring rows ``[before, after)`` as a sorted multiset, and after an overflow only the index (and
 that the kept rows are among the reference's). Counters and the canary buffer must match exactly.
+
+The behaviour: ``docs/kv-canary.md#real-kv-fingerprint`` and ``docs/kv-canary.md#violation-ring``.
+Lessons: 12 (capacity and SWA), 13 (capstone).
 """
 
 from __future__ import annotations
@@ -25,9 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 from .. import device
-from ..checks import describe, fail
+from ..checks import check_canary_array, describe, fail
 from ..device import cuda, xp
 from .hashing import (
     MAX_REAL_KV_SOURCES,
@@ -35,7 +37,7 @@ from .hashing import (
     CanaryLaunchTag,
     RealKvHashMode,
     splitmix64,
-    splitmix64_device,
+    splitmix64_dev,
 )
 
 PARTIAL_READ_BYTES = 16
@@ -132,17 +134,6 @@ class VerifyOrWriteContext:
                 "slot_run_counter": self.slot_run_counter, "kernel_run_counter": self.kernel_run_counter}
 
 
-def _check_array(name, a, dtype, shape=None, ndim=None):
-    if np.dtype(a.dtype) != np.dtype(dtype):
-        fail(f"kv-canary: {name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
-    if ndim is not None and a.ndim != ndim:
-        fail(f"kv-canary: {name} must be {ndim}-D, got {describe(a)}")
-    if shape is not None and tuple(a.shape) != tuple(shape):
-        fail(f"kv-canary: {name} must have shape {tuple(shape)}, got {describe(a)}")
-    if not a.flags.c_contiguous:
-        fail(f"kv-canary: {name} must be contiguous")
-
-
 def check_context(ctx: VerifyOrWriteContext) -> None:
     """Checks shared by the write and verify launchers and references."""
     if len(ctx.real_kv_sources) > MAX_REAL_KV_SOURCES:
@@ -154,21 +145,21 @@ def check_context(ctx: VerifyOrWriteContext) -> None:
     if int(ctx.real_kv_hash_mode) not in (0, 1, 2):
         fail(f"kv-canary: real_kv_hash_mode must be 0 (NONE), 1 (PARTIAL) or 2 (ALL), got {ctx.real_kv_hash_mode}")
     buf = ctx.canary_buf
-    _check_array("canary_buf", buf, np.uint8, ndim=2)
+    check_canary_array("canary_buf", buf, np.uint8, ndim=2)
     if buf.shape[1] < 32:
         fail(f"kv-canary: canary_buf slot stride must hold at least 4 int64 fields, got {buf.shape[1] // 8}")
     if buf.shape[1] % 8 or device.data_address(buf) % 8:
         fail(f"kv-canary: canary_buf rows must be whole int64 fields (stride and base multiples of 8 "
              f"bytes), got {describe(buf)}")
     ring = ctx.violation_ring
-    _check_array("violation_ring", ring, np.int64, ndim=2)
+    check_canary_array("violation_ring", ring, np.int64, ndim=2)
     if ring.shape[1] != VIOLATION_FIELDS:
         fail(f"kv-canary: violation_ring must have shape [ring_capacity, {VIOLATION_FIELDS}], got {describe(ring)}")
-    _check_array("violation_write_index", ctx.violation_write_index, np.int32, shape=(1,))
-    _check_array("slot_run_counter", ctx.slot_run_counter, np.int64, shape=(1,))
-    _check_array("kernel_run_counter", ctx.kernel_run_counter, np.int64, shape=(1,))
+    check_canary_array("violation_write_index", ctx.violation_write_index, np.int32, shape=(1,))
+    check_canary_array("slot_run_counter", ctx.slot_run_counter, np.int64, shape=(1,))
+    check_canary_array("kernel_run_counter", ctx.kernel_run_counter, np.int64, shape=(1,))
     if ctx.enable_chain_position_assert is not None:
-        _check_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,))
+        check_canary_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,34 +241,34 @@ def source_arguments(ctx: VerifyOrWriteContext):
 
 
 @cuda.jit(device=True, inline=True)
-def _fold_source(words, params, i, slot):
+def _fold_source_dev(words, params, i, slot):
     page = params[i, 0]
     base = (slot // page) * params[i, 3] + (slot % page) * params[i, 1]
     h = np.uint64(0)
     w = 0
     while w < params[i, 2]:
-        h = splitmix64_device(h ^ words[base + w])
+        h = splitmix64_dev(h ^ words[base + w])
         w += 1
     return h
 
 
 @cuda.jit(device=True, inline=True)
-def fold_real_kv_device(src0, src1, src2, src3, params, num_sources, slot):
+def fold_real_kv_dev(src0, src1, src2, src3, params, num_sources, slot):
     """The real-KV fingerprint of ``slot`` (uint64); 0 when ``num_sources == 0``."""
     acc = np.uint64(0)
     if num_sources > 0:
-        acc = splitmix64_device(acc ^ _fold_source(src0, params, 0, slot))
+        acc = splitmix64_dev(acc ^ _fold_source_dev(src0, params, 0, slot))
     if num_sources > 1:
-        acc = splitmix64_device(acc ^ _fold_source(src1, params, 1, slot))
+        acc = splitmix64_dev(acc ^ _fold_source_dev(src1, params, 1, slot))
     if num_sources > 2:
-        acc = splitmix64_device(acc ^ _fold_source(src2, params, 2, slot))
+        acc = splitmix64_dev(acc ^ _fold_source_dev(src2, params, 2, slot))
     if num_sources > 3:
-        acc = splitmix64_device(acc ^ _fold_source(src3, params, 3, slot))
+        acc = splitmix64_dev(acc ^ _fold_source_dev(src3, params, 3, slot))
     return acc
 
 
 @cuda.jit(device=True, inline=True)
-def record_violation_device(ring, write_index, kind, slot, position, stored_token, expected_token,
+def record_violation_dev(ring, write_index, kind, slot, position, stored_token, expected_token,
                             stored_hash, expected_aux, bits):
     """Reserve a ring row with an atomic add; fill it when it is inside the ring."""
     seq = cuda.atomic.add(write_index, 0, 1)

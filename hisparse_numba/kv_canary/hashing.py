@@ -12,9 +12,11 @@ one request are linked in position order by a hash chain:
 ``real_kv_hash`` is not folded into the chain, so the chain depends on content only.
 
 Host functions (``splitmix64``, ``mix3``) work on Python ints masked to 64 bits. The device
-functions (``splitmix64_device``, ``mix3_device``) take and return ``uint64`` and keep every
+functions (``splitmix64_dev``, ``mix3_dev``) take and return ``uint64`` and keep every
 operand ``uint64`` (an int64 operand would turn the expression into float64). Int64 fields are
 converted with ``np.uint64(x)`` / ``np.int64(h)``, which reinterpret the two's-complement bits.
+
+The chain is described in ``docs/kv-canary.md#the-hash-chain``. Lesson 13 (capstone) recomputes it.
 """
 
 from __future__ import annotations
@@ -139,43 +141,43 @@ if SIMULATOR:
     # The simulator runs kernels as Python on NumPy scalars, whose uint64 multiply warns on the
     # (intended) wrap-around; do the product on Python ints instead.
     @cuda.jit(device=True)
-    def _mul_wrap(a, b):
+    def _mul_wrap_dev(a, b):
         return np.uint64((int(a) * int(b)) & U64_MASK)
 
 else:
 
     @cuda.jit(device=True, inline=True)
-    def _mul_wrap(a, b):
+    def _mul_wrap_dev(a, b):
         return a * b
 
 
 @cuda.jit(device=True, inline=True)
-def splitmix64_device(x):
+def splitmix64_dev(x):
     """splitmix64 finaliser of a uint64 (returns uint64)."""
     z = x
-    z = _mul_wrap(z ^ (z >> _S30), _M1)
-    z = _mul_wrap(z ^ (z >> _S27), _M2)
+    z = _mul_wrap_dev(z ^ (z >> _S30), _M1)
+    z = _mul_wrap_dev(z ^ (z >> _S27), _M2)
     return z ^ (z >> _S31)
 
 
 @cuda.jit(device=True, inline=True)
-def mix3_device(a, b, c):
+def mix3_dev(a, b, c):
     """``mix3`` of three int64 canary fields (reinterpreted as uint64); returns uint64."""
-    acc = splitmix64_device(np.uint64(a))
-    acc = splitmix64_device(acc ^ np.uint64(b))
-    return splitmix64_device(acc ^ np.uint64(c))
+    acc = splitmix64_dev(np.uint64(a))
+    acc = splitmix64_dev(acc ^ np.uint64(b))
+    return splitmix64_dev(acc ^ np.uint64(c))
 
 
 @cuda.jit(device=True, inline=True)
-def slot_hash_device(buf, slot):
+def slot_hash_dev(buf, slot):
     """The prev_hash the successor of canary row ``slot`` must store; ``H(anchor)`` for ``slot < 0``."""
     if slot < 0:
         return CHAIN_HEAD_HASH_U64
-    return mix3_device(buf[slot, CANARY_FIELD_PREV_HASH], buf[slot, CANARY_FIELD_TOKEN],
+    return mix3_dev(buf[slot, CANARY_FIELD_PREV_HASH], buf[slot, CANARY_FIELD_TOKEN],
                        buf[slot, CANARY_FIELD_POSITION])
 
 
 @cuda.jit(device=True, inline=True)
-def as_int64(h):
+def as_int64_dev(h):
     """The int64 with the bits of uint64 ``h`` (for storing into int64 arrays)."""
     return np.int64(h)

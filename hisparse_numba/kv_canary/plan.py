@@ -22,10 +22,16 @@ Launch geometry (``launch_canary_plan_kernels``):
 
 1. offsets kernel: ONE block (1024 threads on a GPU, 64 in the simulator) covers up to
    ``PLAN_BS_BLOCK_SIZE = 4096`` rows. Each thread owns a contiguous chunk of rows; a block scan
-   over the per-thread sums (``blockscan.py``) gives the exclusive verify and write offsets. It writes a verify-offsets scratch ``[bs + 1]`` (total at
-   ``[bs]``) and every WritePlan field, ``verify_num_valid`` and ``enable``.
+   over the per-thread sums (``blockscan.py``) gives the exclusive verify and write offsets. It
+   writes a verify-offsets scratch ``[bs + 1]`` (total at ``[bs]``) and every WritePlan field,
+   ``verify_num_valid`` and ``enable``.
 2. entries kernel: a grid-stride loop over flat entries ``[0, total)``; each entry finds its row
    by binary search over the scratch offsets. It returns at once when ``enable == 0``.
+
+Read top-down: the plan types, the NumPy reference, the kernels, the launchers
+(``launch_unchecked(call)`` launches a ``CanaryPlanCall`` that ``check_canary_plan`` accepted, in
+``plan_checks.py``; ``launch_canary_plan_kernels`` is the two together). The behaviour reproduced
+is described in ``docs/kv-canary.md#plan``. Lessons: 02 (verify capacity), 12 (capacity and SWA).
 """
 
 from __future__ import annotations
@@ -37,10 +43,9 @@ import numpy as np
 
 from .. import device
 from ..blockscan import block_exclusive_scan
-from ..checks import describe, fail
+from ..checks import fail
 from ..device import cuda, xp
-
-PLAN_BS_BLOCK_SIZE = 4096
+from .plan_checks import PLAN_BS_BLOCK_SIZE, CanaryPlanCall, check_canary_plan
 
 
 @dataclass(frozen=True)
@@ -81,16 +86,6 @@ class VerifyPlan:
             enable=am.ones(1, dtype=np.int32),
         )
 
-    def zero_for_testing_(self) -> "VerifyPlan":
-        """Zero every field (expected tokens to -1). For plan tests only."""
-        self.verify_slot_indices[...] = 0
-        self.verify_expected_tokens[...] = -1
-        self.verify_expected_positions[...] = 0
-        self.verify_prev_slot_indices[...] = 0
-        self.verify_num_valid[...] = 0
-        self.enable[...] = 0
-        return self
-
     def arrays(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
@@ -122,92 +117,8 @@ class WritePlan:
             write_num_valid_reqs=am.empty(1, dtype=np.int32),
         )
 
-    def zero_for_testing_(self) -> "WritePlan":
-        self.write_offsets[...] = 0
-        self.write_seed_slot_indices[...] = 0
-        self.write_num_valid_reqs[...] = 0
-        return self
-
     def arrays(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-
-# ---------------------------------------------------------------------------------------------
-# Validation (shared by the launcher and the reference; runs before anything is written).
-
-
-def _check_vector(fn, name, a, dtype, length=None):
-    if a.ndim != 1 or (length is not None and a.shape[0] != length):
-        want = f"[{length}]" if length is not None else "1-D"
-        fail(f"kv-canary: {fn} {name} must have shape {want}, got {describe(a)}")
-    if np.dtype(a.dtype) != np.dtype(dtype):
-        fail(f"kv-canary: {name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
-    if not a.flags.c_contiguous:
-        fail(f"kv-canary: {name} must be contiguous")
-
-
-def _check_matrix(fn, name, a, dtype):
-    if a.ndim != 2:
-        fail(f"kv-canary: {fn} {name} must be 2-D, got {describe(a)}")
-    if np.dtype(a.dtype) != np.dtype(dtype):
-        fail(f"kv-canary: {name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
-    if not a.flags.c_contiguous:
-        fail(f"kv-canary: {name} must be contiguous")
-
-
-def check_plan_args(fn, *, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
-                    extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
-                    verify_capacity, req_to_verify_expected_tokens,
-                    req_to_verify_expected_tokens_valid_lens, kv_token_id_vs_position_offset) -> None:
-    """Every check of the plan launchers, in sglang's order; ``fn`` names the caller."""
-    if int(swa_window_size) > 0 and full_to_swa_index_mapping is None:
-        fail(f"kv-canary: {fn} requires full_to_swa_index_mapping when swa_window_size > 0")
-    plan_verify_capacity = int(verify_plan_out.verify_slot_indices.shape[0])
-    if int(verify_capacity) != plan_verify_capacity:
-        fail(f"kv-canary: {fn} verify_capacity={verify_capacity} does not match "
-             f"verify_plan_out.verify_slot_indices.shape[0]={plan_verify_capacity}")
-    if req_to_verify_expected_tokens is not None and req_to_verify_expected_tokens_valid_lens is None:
-        fail(f"kv-canary: {fn} requires req_to_verify_expected_tokens_valid_lens when "
-             f"req_to_verify_expected_tokens is set")
-    _check_vector(fn, "req_pool_indices", req_pool_indices, np.int64)
-    bs = int(req_pool_indices.shape[0])
-    if bs > PLAN_BS_BLOCK_SIZE:
-        fail(f"kv-canary: {fn} supports at most bs={PLAN_BS_BLOCK_SIZE} reqs per launch, got bs={bs}. "
-             f"Bump PLAN_BS_BLOCK_SIZE if real workloads need this.")
-    write_req_capacity = int(write_plan_out.write_seed_slot_indices.shape[0])
-    if bs > write_req_capacity:
-        fail(f"kv-canary: bs={bs} exceeds write_req_capacity={write_req_capacity}")
-    if int(swa_window_size) < 0:
-        fail(f"kv-canary: {fn} swa_window_size must be >= 0, got {swa_window_size}")
-    _check_vector(fn, "prefix_lens", prefix_lens, np.int64, bs)
-    _check_vector(fn, "extend_seq_lens", extend_seq_lens, np.int64, bs)
-    _check_matrix(fn, "req_to_token", req_to_token, np.int32)
-    if req_to_token.shape[1] <= 0:
-        fail(f"kv-canary: {fn} req_to_token must have at least one column, got {describe(req_to_token)}")
-    if full_to_swa_index_mapping is not None:
-        _check_vector(fn, "full_to_swa_index_mapping", full_to_swa_index_mapping, np.int64)
-        if full_to_swa_index_mapping.shape[0] == 0:
-            fail(f"kv-canary: {fn} full_to_swa_index_mapping must not be empty")
-    if req_to_verify_expected_tokens is not None:
-        _check_matrix(fn, "req_to_verify_expected_tokens", req_to_verify_expected_tokens, np.int32)
-        _check_vector(fn, "req_to_verify_expected_tokens_valid_lens",
-                      req_to_verify_expected_tokens_valid_lens, np.int64, bs)
-    elif req_to_verify_expected_tokens_valid_lens is not None:
-        _check_vector(fn, "req_to_verify_expected_tokens_valid_lens",
-                      req_to_verify_expected_tokens_valid_lens, np.int64, bs)
-    cap = plan_verify_capacity
-    for name in ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
-                 "verify_prev_slot_indices"):
-        _check_vector(fn, f"verify_plan_out.{name}", getattr(verify_plan_out, name), np.int64, cap)
-    _check_vector(fn, "verify_plan_out.verify_num_valid", verify_plan_out.verify_num_valid, np.int32, 1)
-    _check_vector(fn, "verify_plan_out.enable", verify_plan_out.enable, np.int32, 1)
-    _check_vector(fn, "write_plan_out.write_offsets", write_plan_out.write_offsets, np.int64,
-                  write_req_capacity + 1)
-    _check_vector(fn, "write_plan_out.write_seed_slot_indices", write_plan_out.write_seed_slot_indices,
-                  np.int64, write_req_capacity)
-    _check_vector(fn, "write_plan_out.write_num_valid_reqs", write_plan_out.write_num_valid_reqs,
-                  np.int32, 1)
-    int(kv_token_id_vs_position_offset)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,14 +138,15 @@ def launch_canary_plan_kernels_reference(*, verify_plan_out, write_plan_out, req
                                          req_to_verify_expected_tokens_valid_lens,
                                          kv_token_id_vs_position_offset) -> None:
     """Fill the two plans in place from NumPy inputs (same keywords as the launcher)."""
-    check_plan_args("launch_canary_plan_kernels_reference", verify_plan_out=verify_plan_out,
-                    write_plan_out=write_plan_out, req_pool_indices=req_pool_indices,
-                    prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens, req_to_token=req_to_token,
-                    swa_window_size=swa_window_size, full_to_swa_index_mapping=full_to_swa_index_mapping,
-                    verify_capacity=verify_capacity,
-                    req_to_verify_expected_tokens=req_to_verify_expected_tokens,
-                    req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
-                    kv_token_id_vs_position_offset=kv_token_id_vs_position_offset)
+    check_canary_plan(verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
+                      req_pool_indices=req_pool_indices, prefix_lens=prefix_lens,
+                      extend_seq_lens=extend_seq_lens, req_to_token=req_to_token,
+                      swa_window_size=swa_window_size, full_to_swa_index_mapping=full_to_swa_index_mapping,
+                      verify_capacity=verify_capacity,
+                      req_to_verify_expected_tokens=req_to_verify_expected_tokens,
+                      req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
+                      kv_token_id_vs_position_offset=kv_token_id_vs_position_offset,
+                      fn="launch_canary_plan_kernels_reference")
     window = int(swa_window_size)
     lut = full_to_swa_index_mapping
     pool = req_to_verify_expected_tokens
@@ -291,7 +203,7 @@ def launch_canary_plan_kernels_reference(*, verify_plan_out, write_plan_out, req
 
 
 @cuda.jit(device=True, inline=True)
-def _lut(raw, lut, lut_len):
+def _lut_dev(raw, lut, lut_len):
     """SWA translation: negative slots pass through, others are clamped to the table."""
     if lut_len == 0 or raw < 0:
         return raw
@@ -299,7 +211,7 @@ def _lut(raw, lut, lut_len):
 
 
 @cuda.jit(device=True, inline=True)
-def _row_lens(r, req_pool_indices, prefix_lens, extend_seq_lens, window):
+def _row_lens_dev(r, req_pool_indices, prefix_lens, extend_seq_lens, window):
     """(window_start, verify_len, write_len) of batch row ``r``; zeros for a padding row."""
     if req_pool_indices[r] == 0:
         return 0, 0, 0
@@ -330,7 +242,7 @@ def _offsets_kernel(threads: int):
         w_local = 0
         r = first
         while r < last:
-            _, vlen, wlen = _row_lens(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
+            _, vlen, wlen = _row_lens_dev(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
             v_local += vlen
             w_local += wlen
             r += 1
@@ -339,7 +251,7 @@ def _offsets_kernel(threads: int):
         max_seq_len = req_to_token.shape[1]
         r = first
         while r < last:
-            _, vlen, wlen = _row_lens(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
+            _, vlen, wlen = _row_lens_dev(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
             scratch[r] = v_off
             write_offsets[r] = w_off
             v_off += vlen
@@ -348,7 +260,7 @@ def _offsets_kernel(threads: int):
             prefix = prefix_lens[r]
             if wlen > 0 and prefix > 0:  # wlen > 0 implies an active row
                 raw = req_to_token[req_pool_indices[r], min(prefix - 1, max_seq_len - 1)]
-                seed = _lut(np.int64(raw), lut, lut_len)
+                seed = _lut_dev(np.int64(raw), lut, lut_len)
             write_seed_slot_indices[r] = seed
             r += 1
 
@@ -393,12 +305,12 @@ def canary_plan_entries_kernel(scratch, enable, verify_capacity, req_pool_indice
                 hi = mid - 1
         r = lo
         rp = req_pool_indices[r]
-        start, _, _ = _row_lens(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
+        start, _, _ = _row_lens_dev(r, req_pool_indices, prefix_lens, extend_seq_lens, window)
         pos = start + (k - scratch[r])
-        slot = _lut(np.int64(req_to_token[rp, pos]), lut, lut_len)
+        slot = _lut_dev(np.int64(req_to_token[rp, pos]), lut, lut_len)
         prev = np.int64(-1)
         if pos > 0:
-            prev = _lut(np.int64(req_to_token[rp, pos - 1]), lut, lut_len)
+            prev = _lut_dev(np.int64(req_to_token[rp, pos - 1]), lut, lut_len)
         token = np.int64(-1)
         if has_pool != 0:
             col = pos + offset
@@ -421,6 +333,41 @@ def _entries_geometry(capacity: int) -> tuple[int, int]:
     return max(1, min(max_blocks, -(-capacity // threads))), threads
 
 
+def launch_unchecked(call: CanaryPlanCall) -> None:
+    """Launch the two plan kernels on ``call`` as it is: no checks.
+
+    ``call`` comes from :func:`check_canary_plan` (the public launcher does exactly that), or is an
+    accepted call with one field replaced, in a lesson that shows what an unchecked input does.
+    """
+    bs = call.bs
+    lut = call.full_to_swa_index_mapping
+    lut_len = 0 if lut is None else int(lut.shape[0])
+    if lut is None:
+        lut = xp.zeros(1, dtype=np.int64)
+    pool = call.req_to_verify_expected_tokens
+    has_pool = 0 if pool is None else 1
+    valid_lens = call.req_to_verify_expected_tokens_valid_lens
+    if pool is None:
+        pool = xp.zeros((1, 1), dtype=np.int32)
+        valid_lens = xp.zeros(max(bs, 1), dtype=np.int64)
+    vp, wp = call.verify_plan_out, call.write_plan_out
+    window, cap = call.swa_window_size, call.verify_capacity
+    scratch = xp.empty(bs + 1, dtype=np.int64)
+    threads = _offsets_threads()
+    device.launch(_offsets_kernel(threads), 1, threads, call.req_pool_indices, call.prefix_lens,
+                  call.extend_seq_lens, call.req_to_token, lut, lut_len, window, cap, scratch,
+                  vp.verify_num_valid, vp.enable, wp.write_offsets, wp.write_seed_slot_indices,
+                  wp.write_num_valid_reqs)
+    if bs == 0:
+        return
+    blocks, threads = _entries_geometry(cap)
+    device.launch(canary_plan_entries_kernel, blocks, threads, scratch, vp.enable, cap,
+                  call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, call.req_to_token, lut,
+                  lut_len, window, pool, valid_lens, has_pool, call.kv_token_id_vs_position_offset,
+                  vp.verify_slot_indices, vp.verify_expected_tokens, vp.verify_expected_positions,
+                  vp.verify_prev_slot_indices)
+
+
 def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
                                extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
                                verify_capacity, req_to_verify_expected_tokens,
@@ -436,38 +383,11 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
     pool). Preconditions not checked (device data): ``0 <= rp < max_reqs`` and
     ``prefix_len <= max_seq_len`` for active rows.
     """
-    check_plan_args("launch_canary_plan_kernels", verify_plan_out=verify_plan_out,
-                    write_plan_out=write_plan_out, req_pool_indices=req_pool_indices,
-                    prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens, req_to_token=req_to_token,
-                    swa_window_size=swa_window_size, full_to_swa_index_mapping=full_to_swa_index_mapping,
-                    verify_capacity=verify_capacity,
-                    req_to_verify_expected_tokens=req_to_verify_expected_tokens,
-                    req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
-                    kv_token_id_vs_position_offset=kv_token_id_vs_position_offset)
-    bs = int(req_pool_indices.shape[0])
-    lut = full_to_swa_index_mapping
-    lut_len = 0 if lut is None else int(lut.shape[0])
-    if lut is None:
-        lut = xp.zeros(1, dtype=np.int64)
-    pool = req_to_verify_expected_tokens
-    has_pool = 0 if pool is None else 1
-    valid_lens = req_to_verify_expected_tokens_valid_lens
-    if pool is None:
-        pool = xp.zeros((1, 1), dtype=np.int32)
-        valid_lens = xp.zeros(max(bs, 1), dtype=np.int64)
-    window = int(swa_window_size)
-    cap = int(verify_capacity)
-    scratch = xp.empty(bs + 1, dtype=np.int64)
-    threads = _offsets_threads()
-    device.launch(_offsets_kernel(threads), 1, threads, req_pool_indices, prefix_lens, extend_seq_lens,
-                  req_to_token, lut, lut_len, window, cap, scratch, verify_plan_out.verify_num_valid,
-                  verify_plan_out.enable, write_plan_out.write_offsets,
-                  write_plan_out.write_seed_slot_indices, write_plan_out.write_num_valid_reqs)
-    if bs == 0:
-        return
-    blocks, threads = _entries_geometry(cap)
-    device.launch(canary_plan_entries_kernel, blocks, threads, scratch, verify_plan_out.enable, cap,
-                  req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut, lut_len, window,
-                  pool, valid_lens, has_pool, int(kv_token_id_vs_position_offset),
-                  verify_plan_out.verify_slot_indices, verify_plan_out.verify_expected_tokens,
-                  verify_plan_out.verify_expected_positions, verify_plan_out.verify_prev_slot_indices)
+    launch_unchecked(check_canary_plan(
+        verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
+        req_pool_indices=req_pool_indices, prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens,
+        req_to_token=req_to_token, swa_window_size=swa_window_size,
+        full_to_swa_index_mapping=full_to_swa_index_mapping, verify_capacity=verify_capacity,
+        req_to_verify_expected_tokens=req_to_verify_expected_tokens,
+        req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
+        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset))

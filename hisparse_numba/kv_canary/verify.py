@@ -17,25 +17,31 @@ Negative slots are not skipped (as in sglang): they index from the end of the bu
 
 Launch geometry: a grid-stride loop, ``min(64, ceil(C / 512))`` blocks of 512 threads on a GPU
 (64 threads and at most 2 blocks in the simulator); thread 0 of block 0 bumps both counters.
+
+Read top-down: the NumPy reference, the kernel, the launchers (``launch_unchecked(call)`` launches
+a :class:`CanaryVerifyCall` that ``check_canary_verify`` accepted; ``launch_canary_verify_kernel``
+is the two together), then the checks. The behaviour reproduced is described in
+``docs/kv-canary.md#verify``. Lessons: 02 (verify capacity), 13 (capstone).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import device
-from ..checks import fail
+from ..checks import check_canary_array, fail
 from ..device import cuda
 from .context import (
     VerifyOrWriteContext,
-    _check_array,
     append_violations_reference,
     canary_fields,
     check_context,
-    fold_real_kv_device,
+    fold_real_kv_dev,
     fold_real_kv_reference,
     host_sources,
-    record_violation_device,
+    record_violation_dev,
     source_arguments,
 )
 from .hashing import (
@@ -45,12 +51,20 @@ from .hashing import (
     CANARY_FIELD_TOKEN,
     CHAIN_HEAD_HASH,
     FailReason,
-    as_int64,
+    as_int64_dev,
     mix3,
-    slot_hash_device,
+    slot_hash_dev,
     to_signed64,
 )
 from .plan import VerifyPlan
+
+class CanaryVerifyCall(NamedTuple):
+    """One accepted verify launch: every argument of the call (see ``launch_unchecked``)."""
+
+    context: VerifyOrWriteContext
+    plan: VerifyPlan
+    check_verify_expected_token: bool
+
 
 _CHAIN = int(FailReason.VERIFY_CHAIN_HASH_MISMATCH)
 _POSITION = int(FailReason.VERIFY_POSITION_MISMATCH)
@@ -58,23 +72,10 @@ _REAL_KV = int(FailReason.VERIFY_REAL_KV_HASH_MISMATCH)
 _TOKEN = int(FailReason.VERIFY_TOKEN_MISMATCH)
 
 
-def check_verify_args(*, context, plan, check_verify_expected_token) -> None:
-    """Every check of the verify launcher and its reference."""
-    check_context(context)
-    if not isinstance(plan, VerifyPlan):
-        fail(f"kv-canary: plan must be a VerifyPlan, got {type(plan).__name__}")
-    cap = int(plan.verify_slot_indices.shape[0])
-    for name in ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
-                 "verify_prev_slot_indices"):
-        _check_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,))
-    _check_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,))
-    _check_array("plan.enable", plan.enable, np.int32, shape=(1,))
-
-
 def launch_canary_verify_kernel_reference(*, context: VerifyOrWriteContext, plan: VerifyPlan,
                                           check_verify_expected_token: bool) -> None:
     """NumPy twin of :func:`launch_canary_verify_kernel` (mutates the ring and the counters)."""
-    check_verify_args(context=context, plan=plan, check_verify_expected_token=check_verify_expected_token)
+    check_canary_verify(context=context, plan=plan, check_verify_expected_token=check_verify_expected_token)
     ctx = context
     ctx.kernel_run_counter[0] += 1
     if int(plan.enable[0]) == 0:
@@ -142,7 +143,7 @@ def canary_verify_kernel(buf, slots, expected_tokens, expected_positions, prev_s
             rk = buf[slot, CANARY_FIELD_REAL_KV_HASH]
             exp_ph = ph
             if prev != 0:
-                exp_ph = as_int64(slot_hash_device(buf, prev))
+                exp_ph = as_int64_dev(slot_hash_dev(buf, prev))
             bits = 0
             if prev != 0 and ph != exp_ph:
                 bits |= _CHAIN
@@ -150,10 +151,10 @@ def canary_verify_kernel(buf, slots, expected_tokens, expected_positions, prev_s
                 bits |= _TOKEN
             if pos != exp_pos:
                 bits |= _POSITION
-            if rk != as_int64(fold_real_kv_device(src0, src1, src2, src3, src_params, num_sources, slot)):
+            if rk != as_int64_dev(fold_real_kv_dev(src0, src1, src2, src3, src_params, num_sources, slot)):
                 bits |= _REAL_KV
             if bits != 0:
-                record_violation_device(ring, write_index, kind, slot, pos, tok, exp_tok, ph, exp_ph, bits)
+                record_violation_dev(ring, write_index, kind, slot, pos, tok, exp_tok, ph, exp_ph, bits)
         k += stride
 
 
@@ -163,6 +164,20 @@ def _verify_geometry(capacity: int) -> tuple[int, int]:
     return max(1, min(max_blocks, -(-capacity // threads))), threads
 
 
+def launch_unchecked(call: CanaryVerifyCall) -> None:
+    """Launch the verify kernel on ``call`` as it is: no checks (``call`` from
+    :func:`check_canary_verify`, or changed by hand in a lesson that shows an unchecked input)."""
+    ctx, plan = call.context, call.plan
+    words, params, n_src = source_arguments(ctx)
+    blocks, threads = _verify_geometry(int(plan.verify_slot_indices.shape[0]))
+    device.launch(canary_verify_kernel, blocks, threads, canary_fields(ctx.canary_buf),
+                  plan.verify_slot_indices, plan.verify_expected_tokens, plan.verify_expected_positions,
+                  plan.verify_prev_slot_indices, plan.verify_num_valid, plan.enable,
+                  int(call.check_verify_expected_token), int(ctx.kernel_kind), ctx.violation_ring,
+                  ctx.violation_write_index, ctx.slot_run_counter, ctx.kernel_run_counter, *words, params,
+                  n_src)
+
+
 def launch_canary_verify_kernel(*, context: VerifyOrWriteContext, plan: VerifyPlan,
                                 check_verify_expected_token: bool) -> None:
     """Verify the canary rows listed by ``plan`` (see the module docstring); never reads the host.
@@ -170,13 +185,20 @@ def launch_canary_verify_kernel(*, context: VerifyOrWriteContext, plan: VerifyPl
     Run the plan kernels first: ``verify_num_valid`` is uninitialised after ``VerifyPlan.allocate``.
     Preconditions not checked (device data): slots and predecessors ``< num_slots``.
     """
-    check_verify_args(context=context, plan=plan, check_verify_expected_token=check_verify_expected_token)
-    ctx = context
-    words, params, n_src = source_arguments(ctx)
-    blocks, threads = _verify_geometry(int(plan.verify_slot_indices.shape[0]))
-    device.launch(canary_verify_kernel, blocks, threads, canary_fields(ctx.canary_buf),
-                  plan.verify_slot_indices, plan.verify_expected_tokens, plan.verify_expected_positions,
-                  plan.verify_prev_slot_indices, plan.verify_num_valid, plan.enable,
-                  int(bool(check_verify_expected_token)), int(ctx.kernel_kind), ctx.violation_ring,
-                  ctx.violation_write_index, ctx.slot_run_counter, ctx.kernel_run_counter, *words, params,
-                  n_src)
+    launch_unchecked(check_canary_verify(context=context, plan=plan,
+                                         check_verify_expected_token=check_verify_expected_token))
+
+
+def check_canary_verify(*, context, plan, check_verify_expected_token) -> CanaryVerifyCall:
+    """Every check of the verify launcher and its reference; the accepted call."""
+    check_context(context)
+    if not isinstance(plan, VerifyPlan):
+        fail(f"kv-canary: plan must be a VerifyPlan, got {type(plan).__name__}")
+    cap = int(plan.verify_slot_indices.shape[0])
+    for name in ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
+                 "verify_prev_slot_indices"):
+        check_canary_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,))
+    check_canary_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,))
+    check_canary_array("plan.enable", plan.enable, np.int32, shape=(1,))
+    return CanaryVerifyCall(context=context, plan=plan,
+                            check_verify_expected_token=bool(check_verify_expected_token))

@@ -27,26 +27,31 @@ two rows write one slot, or one row writes the slot another row's seed reads, th
 race between threads (sglang's kernel races the same way); the reference's row-by-row order (last
 write wins, seeds see earlier rows' writes) is only one possible outcome. A clamping SWA LUT
 (``plan``) that maps several full slots to its last entry breaks this precondition.
+
+Read top-down: the NumPy reference, the kernel, the launchers (``launch_unchecked(call)`` launches
+a :class:`CanaryWriteCall` that ``check_canary_write`` accepted; ``launch_canary_write_kernel`` is
+the two together), then the checks. The behaviour reproduced is described in
+``docs/kv-canary.md#write``. Lessons: 12 (capacity and SWA), 13 (capstone).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-
 from .. import device
-from ..checks import fail
+from ..checks import check_canary_array, fail
 from ..device import cuda
 from .context import (
     VerifyOrWriteContext,
-    _check_array,
     append_violations_reference,
     canary_fields,
     check_context,
-    fold_real_kv_device,
+    fold_real_kv_dev,
     fold_real_kv_reference,
     host_sources,
-    record_violation_device,
+    record_violation_dev,
     source_arguments,
 )
 from .hashing import (
@@ -56,53 +61,39 @@ from .hashing import (
     CANARY_FIELD_REAL_KV_HASH,
     CANARY_FIELD_TOKEN,
     FailReason,
-    as_int64,
+    as_int64_dev,
     mix3,
-    mix3_device,
-    slot_hash_device,
+    mix3_dev,
+    slot_hash_dev,
     to_signed64,
 )
 from .plan import WritePlan
 
+class CanaryWriteCall(NamedTuple):
+    """One accepted write launch: every argument of the call (see ``launch_unchecked``)."""
+
+    context: VerifyOrWriteContext
+    plan: WritePlan
+    input_ids: object
+    positions: object
+    out_cache_loc: object
+    enable_write_input_assert: bool
+    expected_input_tokens: object = None
+    expected_input_positions: object = None
+
+
 _WRITE_TOKEN = int(FailReason.WRITE_TOKEN_MISMATCH)
 _WRITE_POSITION = int(FailReason.WRITE_POSITION_MISMATCH)
-
-
-def check_write_args(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
-                     expected_input_tokens, expected_input_positions) -> None:
-    """Every check of the write launcher and its reference (before anything is written)."""
-    check_context(context)
-    if enable_write_input_assert:
-        if expected_input_tokens is None or expected_input_positions is None:
-            fail("kv-canary: expected input tensors are required when enable_write_input_assert=True")
-    elif expected_input_tokens is not None or expected_input_positions is not None:
-        fail("kv-canary: expected input tensors must be None when enable_write_input_assert=False")
-    if not isinstance(plan, WritePlan):
-        fail(f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
-    r = int(plan.write_seed_slot_indices.shape[0])
-    _check_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,))
-    _check_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1)
-    _check_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,))
-    n = int(input_ids.shape[0]) if input_ids.ndim == 1 else -1
-    names = ["input_ids", "positions", "out_cache_loc"]
-    arrays = [input_ids, positions, out_cache_loc]
-    if enable_write_input_assert:
-        names += ["expected_input_tokens", "expected_input_positions"]
-        arrays += [expected_input_tokens, expected_input_positions]
-    for name, a in zip(names, arrays):
-        _check_array(name, a, np.int64, ndim=1)
-        if a.shape[0] != n:
-            fail(f"kv-canary: {name} must have the length of input_ids ({n}), got {a.shape[0]}")
 
 
 def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan: WritePlan, input_ids,
                                          positions, out_cache_loc, enable_write_input_assert: bool,
                                          expected_input_tokens, expected_input_positions) -> None:
     """NumPy twin of :func:`launch_canary_write_kernel`: mutates the context's arrays in place."""
-    check_write_args(context=context, plan=plan, input_ids=input_ids, positions=positions,
-                     out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
-                     expected_input_tokens=expected_input_tokens,
-                     expected_input_positions=expected_input_positions)
+    check_canary_write(context=context, plan=plan, input_ids=input_ids, positions=positions,
+                       out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
+                       expected_input_tokens=expected_input_tokens,
+                       expected_input_positions=expected_input_positions)
     ctx = context
     ctx.kernel_run_counter[0] += 1
     active = max(0, min(int(plan.write_num_valid_reqs[0]), plan.write_seed_slot_indices.shape[0]))
@@ -161,7 +152,7 @@ def canary_write_kernel(buf, write_offsets, seeds, num_valid_reqs, input_ids, po
     if end <= start:
         return
     seed = seeds[r]
-    h = slot_hash_device(buf, seed)
+    h = slot_hash_dev(buf, seed)
     chain_assert = seed >= 0 and chain_assert_flag[0] != 0
     last_pos = np.int64(0)
     if chain_assert:
@@ -173,7 +164,7 @@ def canary_write_kernel(buf, write_offsets, seeds, num_valid_reqs, input_ids, po
         if slot >= 0:
             tok = input_ids[i]
             pos = positions[i]
-            rk = fold_real_kv_device(src0, src1, src2, src3, src_params, num_sources, slot)
+            rk = fold_real_kv_dev(src0, src1, src2, src3, src_params, num_sources, slot)
             if input_assert != 0:
                 exp_tok = expected_tokens[i]
                 exp_pos = expected_positions[i]
@@ -183,18 +174,18 @@ def canary_write_kernel(buf, write_offsets, seeds, num_valid_reqs, input_ids, po
                 if pos != exp_pos:
                     bits |= _WRITE_POSITION
                 if bits != 0:
-                    record_violation_device(ring, write_index, kind, slot, pos, tok, exp_tok, as_int64(h),
+                    record_violation_dev(ring, write_index, kind, slot, pos, tok, exp_tok, as_int64_dev(h),
                                             exp_pos, bits)
             if chain_assert:
                 if pos != last_pos + 1:
-                    record_violation_device(ring, write_index, kind, slot, pos, tok, tok, as_int64(h),
+                    record_violation_dev(ring, write_index, kind, slot, pos, tok, tok, as_int64_dev(h),
                                             last_pos + 1, _WRITE_POSITION)
                 last_pos = pos
             buf[slot, CANARY_FIELD_TOKEN] = tok
             buf[slot, CANARY_FIELD_POSITION] = pos
-            buf[slot, CANARY_FIELD_PREV_HASH] = as_int64(h)
-            buf[slot, CANARY_FIELD_REAL_KV_HASH] = as_int64(rk)
-            h = mix3_device(h, tok, pos)
+            buf[slot, CANARY_FIELD_PREV_HASH] = as_int64_dev(h)
+            buf[slot, CANARY_FIELD_REAL_KV_HASH] = as_int64_dev(rk)
+            h = mix3_dev(h, tok, pos)
             written += 1
         i += 1
     if written > 0:
@@ -204,6 +195,24 @@ def canary_write_kernel(buf, write_offsets, seeds, num_valid_reqs, input_ids, po
 def _write_geometry(rows: int) -> tuple[int, int]:
     threads = 32  # one warp per block spreads the serial chains over more SMs
     return max(1, -(-rows // threads)), threads
+
+
+def launch_unchecked(call: CanaryWriteCall) -> None:
+    """Launch the write kernel on ``call`` as it is: no checks (``call`` from
+    :func:`check_canary_write`, or changed by hand in a lesson that shows an unchecked input)."""
+    ctx, plan = call.context, call.plan
+    words, params, n_src = source_arguments(ctx)
+    flag = ctx.enable_chain_position_assert
+    if flag is None:
+        flag = device.xp.zeros(1, dtype=np.int32)
+    exp_tok = call.expected_input_tokens if call.enable_write_input_assert else call.input_ids
+    exp_pos = call.expected_input_positions if call.enable_write_input_assert else call.positions
+    blocks, threads = _write_geometry(int(plan.write_seed_slot_indices.shape[0]))
+    device.launch(canary_write_kernel, blocks, threads, canary_fields(ctx.canary_buf), plan.write_offsets,
+                  plan.write_seed_slot_indices, plan.write_num_valid_reqs, call.input_ids, call.positions,
+                  call.out_cache_loc, int(ctx.kernel_kind), int(call.enable_write_input_assert), exp_tok,
+                  exp_pos, ctx.violation_ring, ctx.violation_write_index, ctx.slot_run_counter,
+                  ctx.kernel_run_counter, flag, *words, params, n_src)
 
 
 def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan, input_ids, positions,
@@ -217,20 +226,40 @@ def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan
     ``< num_slots``; ``write_offsets[min(num_valid, R)] <= num_tokens``; live slots distinct and
     not seed slots (module docstring; otherwise the result is a race).
     """
-    check_write_args(context=context, plan=plan, input_ids=input_ids, positions=positions,
-                     out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
-                     expected_input_tokens=expected_input_tokens,
-                     expected_input_positions=expected_input_positions)
-    ctx = context
-    words, params, n_src = source_arguments(ctx)
-    flag = ctx.enable_chain_position_assert
-    if flag is None:
-        flag = device.xp.zeros(1, dtype=np.int32)
-    exp_tok = expected_input_tokens if enable_write_input_assert else input_ids
-    exp_pos = expected_input_positions if enable_write_input_assert else positions
-    blocks, threads = _write_geometry(int(plan.write_seed_slot_indices.shape[0]))
-    device.launch(canary_write_kernel, blocks, threads, canary_fields(ctx.canary_buf), plan.write_offsets,
-                  plan.write_seed_slot_indices, plan.write_num_valid_reqs, input_ids, positions,
-                  out_cache_loc, int(ctx.kernel_kind), int(bool(enable_write_input_assert)), exp_tok,
-                  exp_pos, ctx.violation_ring, ctx.violation_write_index, ctx.slot_run_counter,
-                  ctx.kernel_run_counter, flag, *words, params, n_src)
+    launch_unchecked(check_canary_write(
+        context=context, plan=plan, input_ids=input_ids, positions=positions,
+        out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
+        expected_input_tokens=expected_input_tokens, expected_input_positions=expected_input_positions))
+
+
+def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
+                       expected_input_tokens, expected_input_positions) -> CanaryWriteCall:
+    """Every check of the write launcher and its reference (before anything is written); the
+    accepted call."""
+    check_context(context)
+    if enable_write_input_assert:
+        if expected_input_tokens is None or expected_input_positions is None:
+            fail("kv-canary: expected input tensors are required when enable_write_input_assert=True")
+    elif expected_input_tokens is not None or expected_input_positions is not None:
+        fail("kv-canary: expected input tensors must be None when enable_write_input_assert=False")
+    if not isinstance(plan, WritePlan):
+        fail(f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
+    r = int(plan.write_seed_slot_indices.shape[0])
+    check_canary_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,))
+    check_canary_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1)
+    check_canary_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,))
+    n = int(input_ids.shape[0]) if input_ids.ndim == 1 else -1
+    names = ["input_ids", "positions", "out_cache_loc"]
+    arrays = [input_ids, positions, out_cache_loc]
+    if enable_write_input_assert:
+        names += ["expected_input_tokens", "expected_input_positions"]
+        arrays += [expected_input_tokens, expected_input_positions]
+    for name, a in zip(names, arrays):
+        check_canary_array(name, a, np.int64, ndim=1)
+        if a.shape[0] != n:
+            fail(f"kv-canary: {name} must have the length of input_ids ({n}), got {a.shape[0]}")
+    return CanaryWriteCall(context=context, plan=plan, input_ids=input_ids, positions=positions,
+                           out_cache_loc=out_cache_loc,
+                           enable_write_input_assert=bool(enable_write_input_assert),
+                           expected_input_tokens=expected_input_tokens,
+                           expected_input_positions=expected_input_positions)

@@ -14,6 +14,7 @@ from hisparse_numba.hisparse.planned_copy import (
 from hisparse_numba.hisparse.swap_in import load_cache_to_device_buffer_mla
 
 from ..conftest import ON_GPU
+from .plan_misuse import plan_misuse
 
 COUNTS = [3, 0, 8, 1, 5, 2]        # sglang's test: 6 requests, plan stride 8
 N_HOST, N_DEV = 64, 48
@@ -104,14 +105,7 @@ def _bad_dup(p):
 
 
 MISUSE = [
-    ("partial plan", lambda p: p.update(miss_dst=None),
-     re.escape("miss_src, miss_dst, and miss_count must be provided together.")),
-    ("miss_dst int64", lambda p: p.update(miss_dst=p["miss_dst"].astype(np.int64)),
-     re.escape("miss_src must be int64 and miss_dst must be int32.")),
-    ("miss_count int64", lambda p: p.update(miss_count=p["miss_count"].astype(np.int64)),
-     re.escape("miss_count must be int32.")),
-    ("1-D plan", lambda p: p.update(miss_src=p["miss_src"].reshape(-1), miss_dst=p["miss_dst"].reshape(-1)),
-     re.escape("miss_src/miss_dst must have shape [>= num_real_reqs (6), max misses].")),
+    *plan_misuse("miss_dst", "miss_src/miss_dst must have shape [>= num_real_reqs (6), max misses]."),
     ("fewer plan rows than num_real_reqs", lambda p: p.update(miss_src=p["miss_src"][:4], miss_dst=p["miss_dst"][:4]),
      re.escape("miss_src/miss_dst must have shape [>= num_real_reqs (6), max misses].")),
     ("count beyond plan columns", lambda p: p.update(miss_src=p["miss_src"][:, :6], miss_dst=p["miss_dst"][:, :6]),

@@ -1,5 +1,6 @@
-"""Single-step swap-in: hand cases (spec section 2.8), kernel vs reference, state over calls,
-padded rows, fast path, validation with byte-identical rejection, sanitizers on a GPU."""
+"""Single-step swap-in: hand cases (docs/hisparse-single-step.md#worked-examples), kernel vs
+reference, state over calls, padded rows, fast path, validation with byte-identical rejection,
+sanitizers on a GPU."""
 
 import re
 
@@ -15,6 +16,7 @@ from hisparse_numba.hisparse.planned_copy import copy_cache_planned_mla
 from hisparse_numba.hisparse.swap_in import (
     load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference)
 from ..conftest import ON_GPU, assert_sanitizer_clean
+from .plan_misuse import plan_misuse
 
 IMPLS = ["reference", "kernel"]
 HAND_BLOCK = 256 if ON_GPU else 32
@@ -39,7 +41,7 @@ def assert_same(expected, actual):
             np.testing.assert_array_equal(actual[k], expected[k], err_msg=k)
 
 
-# ---------------------------------------------------------------- hand cases (spec 2.8)
+# ------------------------------------ hand cases (docs/hisparse-single-step.md#worked-examples)
 ITEM = 32  # float32 x 8, as sglang's test
 
 
@@ -255,14 +257,7 @@ def _set(p, key, index, value):
 MISUSE = [
     ("hot buffer smaller than top_k", lambda p: p.update(hot_buffer_size=7),
      re.escape("hot_buffer_size (7) must be >= num_top_k (8)")),
-    ("partial plan", lambda p: p.update(miss_count=None),
-     re.escape("miss_src, miss_dst, and miss_count must be provided together.")),
-    ("miss_dst int64", lambda p: p.update(miss_dst=p["miss_dst"].astype(np.int64)),
-     re.escape("miss_src must be int64 and miss_dst must be int32.")),
-    ("miss_count int64", lambda p: p.update(miss_count=p["miss_count"].astype(np.int64)),
-     re.escape("miss_count must be int32.")),
-    ("1-D plan", lambda p: p.update(miss_src=p["miss_src"].reshape(-1), miss_dst=p["miss_dst"].reshape(-1)),
-     re.escape("miss_src/miss_dst must have shape [batch, >= top_k] (capacity 8).")),
+    *plan_misuse("miss_count", "miss_src/miss_dst must have shape [batch, >= top_k] (capacity 8)."),
     ("plan too narrow", lambda p: p.update(miss_src=p["miss_src"][:, :4], miss_dst=p["miss_dst"][:, :4]),
      re.escape("miss_src/miss_dst must have shape [batch, >= top_k] (capacity 8).")),
     ("miss_count too short", lambda p: p.update(miss_count=p["miss_count"][:2]),

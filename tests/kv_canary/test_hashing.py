@@ -4,17 +4,19 @@ import numpy as np
 
 from hisparse_numba import device
 from hisparse_numba.device import cuda
-from hisparse_numba.kv_canary import (
+from hisparse_numba.kv_canary.hashing import (
     CANARY_CHAIN_ANCHOR,
     CHAIN_HEAD_HASH,
     CanaryLaunchTag,
     FailReason,
     RealKvHashMode,
+    as_int64_dev,
     chain_hashes,
     mix3,
+    mix3_dev,
     splitmix64,
+    splitmix64_dev,
 )
-from hisparse_numba.kv_canary.hashing import as_int64, mix3_device, splitmix64_device
 
 
 def test_pinned_vectors():
@@ -42,8 +44,8 @@ def test_no_collisions(rng):
 def _hash_kernel(a, b, c, out_h, out_m):
     i = cuda.grid(1)
     if i < a.shape[0]:
-        out_h[i] = as_int64(splitmix64_device(np.uint64(a[i])))
-        out_m[i] = as_int64(mix3_device(a[i], b[i], c[i]))
+        out_h[i] = as_int64_dev(splitmix64_dev(np.uint64(a[i])))
+        out_m[i] = as_int64_dev(mix3_dev(a[i], b[i], c[i]))
 
 
 def test_device_equals_host(rng):

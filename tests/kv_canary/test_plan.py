@@ -10,9 +10,10 @@ from hisparse_numba.kv_canary.examples import (
     assert_plans_equal,
     capacities,
     plan_problem,
-    random_plan_problem,
     run_plan,
 )
+
+from .builders import random_plan_problem
 
 ON_GPU = device.backend() == "cuda"  # as tests/conftest.py defines it
 

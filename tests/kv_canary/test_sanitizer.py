@@ -6,7 +6,8 @@ from ..conftest import assert_sanitizer_clean
 
 SCRIPT = r"""
 import numpy as np
-from hisparse_numba.kv_canary.examples import compile_examples, random_plan_problem, capacities, run_plan
+from hisparse_numba.kv_canary.examples import compile_examples, capacities, run_plan
+from tests.kv_canary.builders import random_plan_problem
 compile_examples()                       # plan (with and without SWA/pool) -> verify -> write -> verify
 rng = np.random.default_rng(3)
 for kind in ("loose", "tight", "under_by_one"):

@@ -24,12 +24,12 @@ from hisparse_numba.kv_canary.examples import (
     context_pair,
     context_state,
     plan_problem,
-    check_write_slots_distinct,
-    random_plan_problem,
     real_kv_pool,
     run_step,
     step_inputs,
 )
+
+from .builders import check_write_slots_distinct, random_plan_problem
 
 ON_GPU = device.backend() == "cuda"  # as tests/conftest.py defines it
 C = FailReason
@@ -231,33 +231,30 @@ def test_overwrite_whole_canary_row_by_another_request():
                     19: C.VERIFY_CHAIN_HASH_MISMATCH}
 
 
-def test_overwrite_kv_bytes_sets_real_kv_bit():
-    rng = np.random.default_rng(9)
-    pool = real_kv_pool(rng, 64, page_size=4, bytes_per_token=32, row_padding=0)
-    ctx_kw = dict(real_kv_sources=(RealKvSource(pool, 4, 32, 32),), real_kv_hash_mode=RealKvHashMode.ALL)
-
-    state = {"done": False}
+def flip_pool_bits(page_size, mode, flips):
+    """Verify bits after XOR-ing ``(row, byte, mask)`` into a real-KV pool once (the pool is
+    shared by the kernel and the reference side)."""
+    pool = real_kv_pool(np.random.default_rng(9), 64, page_size=page_size, bytes_per_token=32,
+                        row_padding=0)
+    ctx_kw = dict(real_kv_sources=(RealKvSource(pool, page_size, 32, 32),), real_kv_hash_mode=mode)
+    pending = list(flips)
 
     def corrupt(ctx, _):
-        if not state["done"]:  # the pool is shared by both sides
-            pool[18 // 4, (18 % 4) * 32 + 5] ^= 0x40
-            state["done"] = True
+        while pending:
+            row, byte, mask = pending.pop()
+            pool[row, byte] ^= mask
     bits, _ = corrupt_and_verify(corrupt, ctx_kw=ctx_kw)
+    return bits
+
+
+def test_overwrite_kv_bytes_sets_real_kv_bit():
+    bits = flip_pool_bits(4, RealKvHashMode.ALL, [(18 // 4, (18 % 4) * 32 + 5, 0x40)])
     assert bits == {18: C.VERIFY_REAL_KV_HASH_MISMATCH}
 
 
 def test_partial_mode_ignores_bytes_after_16():
-    rng = np.random.default_rng(9)
-    pool = real_kv_pool(rng, 64, page_size=1, bytes_per_token=32, row_padding=0)
-    ctx_kw = dict(real_kv_sources=(RealKvSource(pool, 1, 32, 32),), real_kv_hash_mode=RealKvHashMode.PARTIAL)
-    state = {"done": False}
-
-    def corrupt(ctx, _):
-        if not state["done"]:
-            pool[18, 20] ^= 1  # outside the first 16 bytes
-            pool[19, 3] ^= 1  # inside
-            state["done"] = True
-    bits, _ = corrupt_and_verify(corrupt, ctx_kw=ctx_kw)
+    # slot 18: a byte outside the first 16; slot 19: one inside
+    bits = flip_pool_bits(1, RealKvHashMode.PARTIAL, [(18, 20, 1), (19, 3, 1)])
     assert bits == {19: C.VERIFY_REAL_KV_HASH_MISMATCH}
 
 
