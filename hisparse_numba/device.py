@@ -204,17 +204,23 @@ def data_address(a) -> int:
 def kernel_array(a):
     """``a`` as a kernel argument, without copies and without stream syncs.
 
-    CuPy arrays become Numba device-array views (``sync=False`` skips the per-launch
-    stream synchronisation that passing a CuPy array directly costs); mapped arrays pass
-    through unchanged. In the simulator NumPy arrays are wrapped as the simulator's device
-    arrays in place: the simulator would otherwise copy every argument in and out of each
-    launch, and refuse strided views such as ``plan[:, :K]`` that a GPU takes as they are.
+    On a GPU, CuPy arrays stay as they are: :func:`launch` writes their pointer, shape and
+    strides into the kernel's argument list itself. In the simulator NumPy arrays are wrapped
+    as the simulator's device arrays in place: the simulator would otherwise copy every
+    argument in and out of each launch, and refuse strided views such as ``plan[:, :K]`` that
+    a GPU takes as they are.
     """
     if SIMULATOR:
         return FakeCUDAArray(a) if isinstance(a, np.ndarray) and a.ndim > 0 else a
-    if COMPILE_ONLY or not isinstance(a, xp.ndarray):
-        return a
-    return cuda.as_cuda_array(a, sync=False)
+    return a
+
+
+def _numba_arg(a):
+    """``a`` for Numba's own launch path: CuPy arrays as Numba views (``sync=False`` skips the
+    stream synchronisation that passing a CuPy array to Numba directly costs)."""
+    if _BACKEND == "cuda" and isinstance(a, xp.ndarray):
+        return cuda.as_cuda_array(a, sync=False)
+    return kernel_array(a)
 
 
 def jit_kernel(fn=None, *, max_threads: int | None = None):
@@ -418,7 +424,7 @@ def _fast_entry(kernel, args):
         from numba.cuda.typing.typeof import Purpose, typeof
 
         use_disk_cache(kernel)
-        argtypes = tuple(typeof(kernel_array(a), Purpose.argument) for a in args)
+        argtypes = tuple(typeof(_numba_arg(a), Purpose.argument) for a in args)
         compiled = kernel.compile(argtypes)
         unusual = (compiled.debug or kernel.targetoptions.get("extensions")
                    or getattr(compiled, "launch_config_sensitive", False) or kernel.specialized)
@@ -490,7 +496,7 @@ def launch(kernel, grid, block, *args) -> None:
 def launch_plain(kernel, grid, block, *args) -> None:
     """Numba's own launch path (re-types and converts every argument): the fallback of
     :func:`launch`, and its "before" figure in ``bench startup``."""
-    args = tuple(kernel_array(a) for a in args)
+    args = tuple(_numba_arg(a) for a in args)
     if _BACKEND == "cuda":
         use_disk_cache(kernel)
         ptr = _CUPY_CURRENT_STREAM().ptr
