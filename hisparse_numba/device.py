@@ -116,12 +116,13 @@ if _BACKEND == "simulator":
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: E402
 
 if _BACKEND == "cuda":
+    from cuda.core import Stream as _CORE_STREAM  # noqa: E402
     from cuda.core import launch as _CORE_LAUNCH  # noqa: E402  (what Numba's own launch calls)
 
     _CUPY_NDARRAY = xp.ndarray
     _CUPY_CURRENT_STREAM = xp.cuda.get_current_stream
 else:
-    _CUPY_NDARRAY = _CORE_LAUNCH = _CUPY_CURRENT_STREAM = None
+    _CUPY_NDARRAY = _CORE_LAUNCH = _CORE_STREAM = _CUPY_CURRENT_STREAM = None
 
 SIMULATOR = _BACKEND == "simulator"
 COMPILE_ONLY = _BACKEND == "compile-only"
@@ -363,6 +364,8 @@ compiled_signatures: dict = {}
 _CUPY_ARRAY, _WORDS, _OTHER = 0, 1, 2
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _fast_entries: dict = {}
+_core_streams: dict = {}
+fast_launch_failures: list = []  # why a kernel fell back to Numba's launch path (expected empty)
 
 
 class DeviceWords:
@@ -402,7 +405,7 @@ def _arg_key(a):
 
 
 class _FastEntry:
-    __slots__ = ("kernel", "cufunc", "kinds", "argtypes", "configs")
+    __slots__ = ("kernel", "cufunc", "kinds", "argtypes", "configs", "launched")
 
     def __init__(self, compiled, args):
         self.kernel = compiled
@@ -411,6 +414,7 @@ class _FastEntry:
         self.kinds = tuple(_CUPY_ARRAY if type(a) is _CUPY_NDARRAY else
                            _WORDS if type(a) is DeviceWords else _OTHER for a in args)
         self.configs = {}
+        self.launched = False
 
 
 def _fast_entry(kernel, args):
@@ -478,7 +482,10 @@ def launch(kernel, grid, block, *args) -> None:
     if entry is None:
         launch_plain(kernel, grid, block, *args)
         return
-    stream = _CUPY_CURRENT_STREAM().ptr
+    ptr = _CUPY_CURRENT_STREAM().ptr
+    stream = _core_streams.get(ptr)
+    if stream is None:
+        stream = _core_streams[ptr] = _CORE_STREAM.from_handle(ptr)
     kargs = []
     append, extend = kargs.append, kargs.extend
     for kind, ty, a in zip(entry.kinds, entry.argtypes, args):
@@ -490,7 +497,16 @@ def launch(kernel, grid, block, *args) -> None:
             extend((0, 0, a.size, 8, a.ptr, a.size, 8))
         else:
             entry.kernel._prepare_args(ty, a, stream, [], kargs)
-    _CORE_LAUNCH(stream, _launch_config(entry, grid, block), entry.cufunc, *kargs)
+    if entry.launched:
+        _CORE_LAUNCH(stream, _launch_config(entry, grid, block), entry.cufunc, *kargs)
+        return
+    try:
+        _CORE_LAUNCH(stream, _launch_config(entry, grid, block), entry.cufunc, *kargs)
+        entry.launched = True
+    except Exception as exc:  # never seen: keep working through Numba's path, and say why
+        fast_launch_failures.append(f"{kernel.py_func.__qualname__}: {type(exc).__name__}: {exc}")
+        _fast_entries[(kernel, tuple(_arg_key(a) for a in args))] = False
+        launch_plain(kernel, grid, block, *args)
 
 
 def launch_plain(kernel, grid, block, *args) -> None:
@@ -585,7 +601,8 @@ def capture_graph(fn) -> CapturedGraph:
     synchronises, so call the launchers' ``launch_*`` pieces with pre-checked arguments, not the
     public functions that validate values on the host. Its arguments are baked in by address:
     replay reads and writes the same buffers, so refill them in place between replays. Capture
-    runs ``fn`` once on a side stream without executing it; the simulator (and compile-only mode)
+    runs ``fn`` once on a side stream without executing it (so run ``fn`` once eagerly before, if
+    its kernels may still need compiling); the simulator (and compile-only mode)
     has no graphs, so there ``fn`` runs eagerly now and again on every replay.
     """
     if _BACKEND != "cuda":
@@ -593,13 +610,15 @@ def capture_graph(fn) -> CapturedGraph:
         return CapturedGraph(fn)
     stream = xp.cuda.Stream(non_blocking=True)
     synchronize()
+    relaxed = getattr(xp.cuda.runtime, "streamCaptureModeRelaxed", None)
     with stream:
-        stream.begin_capture()
+        stream.begin_capture(*([] if relaxed is None else [relaxed]))
         try:
             fn()
         finally:
             graph = stream.end_capture()
-    graph.upload(stream)
+    if hasattr(graph, "upload"):
+        graph.upload(stream)
     stream.synchronize()
     return CapturedGraph(fn, graph, stream)
 
@@ -640,6 +659,7 @@ __all__ = [
     "use_disk_cache",
     "cuda",
     "data_address",
+    "fast_launch_failures",
     "host_cache_array",
     "is_device_array",
     "is_mapped",

@@ -59,6 +59,7 @@ def test_launch_paths_match_the_numpy_answer(rng, path):
     assert np.array_equal(device.to_host(device.byte_words(host))[:3], [3, 3, 3])
     assert np.array_equal(device.to_host(device.byte_words(host))[3:], [0] * 5)
     assert np.array_equal(device.to_host(device.byte_words(dev_buf)), [3, 3, 3, 3])
+    assert device.fast_launch_failures == []
 
 
 @cuda.jit
@@ -91,6 +92,7 @@ def add_one_kernel(a):
 
 def test_capture_graph_replays_the_recorded_launches():
     a = device.to_device(np.zeros(100, dtype=np.int64))
+    device.launch(add_one_kernel, 1, 128, device.to_device(np.zeros(100, dtype=np.int64)))  # compile
     graph = device.capture_graph(lambda: [device.launch(add_one_kernel, 1, 128, a) for _ in range(3)])
     assert graph.eager == (not ON_GPU)
     for _ in range(4):

@@ -73,3 +73,12 @@ def run(args) -> int:
     print("host_us: host time to enqueue one step (all layers); gpu_us: GPU time per swap-in "
           "(events around back-to-back steps)", flush=True)
     return 0
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m hisparse_numba.bench.graph")
+    add_arguments(p)
+    sys.exit(run(p.parse_args()))

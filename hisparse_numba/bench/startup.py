@@ -192,6 +192,9 @@ def run(args) -> int:
     info = device.kernel_cache_info()
     print(f"kernel cache of this process: {info['location']} ({info['entries']} entries, "
           f"{info['bytes'] / 1e6:.1f} MB, enabled={info['enabled']})", flush=True)
+    bare = bare_launch_split(args.iters)
+    print(f"bare launch: device.launch {bare['launch_us']:.1f} us, Numba's path "
+          f"{bare['plain_launch_us']:.1f} us", flush=True)
     if not args.no_fresh:
         rows = []
         with tempfile.TemporaryDirectory(prefix="hisparse-cache-") as tmp:
@@ -208,7 +211,7 @@ def run(args) -> int:
                                    "cold_process_s", "warm_process_s", "entries"])
         print("cold: empty cache dir, fresh process (compiles); warm: same dir, fresh process (loads); "
               "first_s: the family's compile_examples() first call; steady_s: its second call", flush=True)
-    split = [bare_launch_split(args.iters)]
+    split = [bare]
     for name, fn in (("swap-in", swap_in_split), ("speculative", speculative_split)):
         if name in families:
             split.append(fn(args.batch, args.iters))
