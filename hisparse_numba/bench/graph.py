@@ -54,13 +54,13 @@ def run(args) -> int:
     harness.require_gpu("graph")
     from ..hisparse import speculative as sp
     from ..hisparse import swap_in as si
-    from .startup import speculative_problem
+    from .startup import spec_call, speculative_problem
     from .swap_in import Workload
 
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
         kw = speculative_problem(batch)
-        cfg = sp.check_speculative(**kw, for_kernel=True)
+        cfg = sp.check_speculative(**spec_call(kw), for_kernel=True)
         rows.append(measure("speculative", batch, args.layers,
                             lambda: sp.launch_unchecked(cfg, **kw), args.iters))
         w = Workload(batch, 2048, 4096, 512, 0.2, 1024)

@@ -160,6 +160,11 @@ def speculative_problem(batch: int):
     return kw
 
 
+def spec_call(kw) -> dict:
+    """``kw`` with the launcher's optional keywords filled in, as ``check_speculative`` takes them."""
+    return dict(dict(miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None), **kw)
+
+
 def speculative_split(batch: int, iters: int) -> dict:
     """The split of one speculative call (:func:`speculative_problem`)."""
     from .. import device
@@ -167,9 +172,9 @@ def speculative_split(batch: int, iters: int) -> dict:
     from . import harness
 
     kw = speculative_problem(batch)
-    cfg = sp.check_speculative(**kw, for_kernel=True)
+    cfg = sp.check_speculative(**spec_call(kw), for_kernel=True)
     row = {"family": "speculative", "batch": batch}
-    row["checks_us"] = median_us(lambda: sp.check_speculative(**kw, for_kernel=True), iters)
+    row["checks_us"] = median_us(lambda: sp.check_speculative(**spec_call(kw), for_kernel=True), iters)
     row["launch_us"] = median_us(lambda: sp.launch_unchecked(cfg, **kw), iters)
     row["plain_launch_us"] = float("nan")
     device.synchronize()
