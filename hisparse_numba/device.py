@@ -487,7 +487,7 @@ def launch(kernel, grid, block, *args) -> None:
     if stream is None:
         stream = _core_streams[ptr] = _CORE_STREAM.from_handle(ptr)
     kargs = []
-    append, extend = kargs.append, kargs.extend
+    extend = kargs.extend
     for kind, ty, a in zip(entry.kinds, entry.argtypes, args):
         if kind == _CUPY_ARRAY:
             extend((0, 0, a.size, a.itemsize, a.data.ptr))

@@ -226,6 +226,8 @@ def run(args) -> int:
         print("checks_us: host shape+value checks; launch_us: marshalling + enqueue via device.launch "
               "(fast path); plain_launch_us: Numba's own launch path; call_us: synchronised public call; "
               "kernel_us: GPU time (events)", flush=True)
+    for failure in device.fast_launch_failures:
+        print(f"fell back to Numba's launch path: {failure}", flush=True)
     return 0
 
 
