@@ -59,8 +59,9 @@ def run(args) -> int:
 
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
-        kw = speculative_problem(batch)
-        cfg = sp.check_speculative(**spec_call(kw), for_kernel=True)
+        kw = spec_call(speculative_problem(batch))
+        cfg = sp.check_speculative(**kw, for_kernel=True)
+        kw.pop("item_size_bytes")
         rows.append(measure("speculative", batch, args.layers,
                             lambda: sp.launch_unchecked(cfg, **kw), args.iters))
         w = Workload(batch, 2048, 4096, 512, 0.2, 1024)
