@@ -90,6 +90,13 @@ if _BACKEND == "simulator":
 else:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
 
+# Compiled kernels live on disk, shared by every process of the machine (see kernel_cache_info).
+CACHE_DIR_ENV = "NUMBA_CACHE_DIR"
+KERNEL_CACHE_ENV = "HISPARSE_NUMBA_KERNEL_CACHE"
+os.environ.setdefault(CACHE_DIR_ENV, os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+    "hisparse-numba", "kernels"))
+
 # One block per request is the design of these kernels, not a mistake: keep Numba quiet about it.
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
@@ -107,6 +114,15 @@ else:
     xp = np
 if _BACKEND == "simulator":
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: E402
+
+if _BACKEND == "cuda":
+    from cuda.core import Stream as _CORE_STREAM  # noqa: E402
+    from cuda.core import launch as _CORE_LAUNCH  # noqa: E402  (what Numba's own launch calls)
+
+    _CUPY_NDARRAY = xp.ndarray
+    _CUPY_CURRENT_STREAM = xp.cuda.get_current_stream
+else:
+    _CUPY_NDARRAY = _CORE_LAUNCH = _CORE_STREAM = _CUPY_CURRENT_STREAM = None
 
 SIMULATOR = _BACKEND == "simulator"
 COMPILE_ONLY = _BACKEND == "compile-only"
@@ -128,6 +144,8 @@ def to_host(a) -> np.ndarray:
     """A NumPy copy of a device, mapped or host array."""
     if _BACKEND == "cuda" and isinstance(a, xp.ndarray):
         return xp.asnumpy(a)
+    if isinstance(a, DeviceWords):  # words of mapped host memory: read them on the host
+        return np.asarray(a.owner).reshape(-1).view(np.uint8)[: a.size * 8].view(np.uint64).copy()
     return np.array(a, copy=True)
 
 
@@ -180,17 +198,23 @@ def data_address(a) -> int:
 def kernel_array(a):
     """``a`` as a kernel argument, without copies and without stream syncs.
 
-    CuPy arrays become Numba device-array views (``sync=False`` skips the per-launch
-    stream synchronisation that passing a CuPy array directly costs); mapped arrays pass
-    through unchanged. In the simulator NumPy arrays are wrapped as the simulator's device
-    arrays in place: the simulator would otherwise copy every argument in and out of each
-    launch, and refuse strided views such as ``plan[:, :K]`` that a GPU takes as they are.
+    On a GPU, CuPy arrays stay as they are: :func:`launch` writes their pointer, shape and
+    strides into the kernel's argument list itself. In the simulator NumPy arrays are wrapped
+    as the simulator's device arrays in place: the simulator would otherwise copy every
+    argument in and out of each launch, and refuse strided views such as ``plan[:, :K]`` that
+    a GPU takes as they are.
     """
     if SIMULATOR:
         return FakeCUDAArray(a) if isinstance(a, np.ndarray) and a.ndim > 0 else a
-    if COMPILE_ONLY or not isinstance(a, xp.ndarray):
-        return a
-    return cuda.as_cuda_array(a, sync=False)
+    return a
+
+
+def _numba_arg(a):
+    """``a`` for Numba's own launch path: CuPy arrays as Numba views (``sync=False`` skips the
+    stream synchronisation that passing a CuPy array to Numba directly costs)."""
+    if _BACKEND == "cuda" and isinstance(a, xp.ndarray):
+        return cuda.as_cuda_array(a, sync=False)
+    return kernel_array(a)
 
 
 def jit_kernel(fn=None, *, max_threads: int | None = None):
@@ -198,7 +222,8 @@ def jit_kernel(fn=None, *, max_threads: int | None = None):
 
     Launch bounds tell the compiler how many threads a block will have, so it keeps registers
     within what a 1024-thread block can get (without them a large kernel can fail to launch with
-    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). The simulator has no such option.
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). The simulator has no such option. The on-disk cache is
+    switched on at the kernel's first :func:`launch`, as for every other kernel.
     """
     def wrap(f):
         if _BACKEND == "cuda" and max_threads:
@@ -208,28 +233,387 @@ def jit_kernel(fn=None, *, max_threads: int | None = None):
     return wrap(fn) if fn is not None else wrap
 
 
+# ---------------------------------------------------------------------------------------------
+# The on-disk kernel cache.
+#
+# Numba's own cache keys a kernel by its bytecode and its closure values, and trusts the source
+# file's timestamp for the rest. Kernels here call device functions from other modules, and the
+# factories close over other device functions, so the key below adds a digest of the package's
+# sources (any edit anywhere invalidates every entry) and names closed-over functions by module
+# and qualified name instead of pickling them.
+# ---------------------------------------------------------------------------------------------
+
+
+def kernel_cache_enabled() -> bool:
+    """True on a GPU unless ``HISPARSE_NUMBA_KERNEL_CACHE=0``: compiled kernels go to disk."""
+    return _BACKEND == "cuda" and os.environ.get(KERNEL_CACHE_ENV, "1") not in ("0", "off", "no")
+
+
+def kernel_cache_dir() -> str:
+    """Where compiled kernels are stored (``NUMBA_CACHE_DIR``; ``~/.cache/hisparse-numba/kernels``)."""
+    return os.environ[CACHE_DIR_ENV]
+
+
+def kernel_cache_info() -> dict:
+    """``{"location", "enabled", "entries", "bytes"}`` of the on-disk kernel cache.
+
+    ``entries`` counts compiled specialisations (``.nbc`` files); ``bytes`` is their total size.
+    """
+    root = kernel_cache_dir()
+    entries = size = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if name.endswith((".nbc", ".nbi")):
+                size += os.path.getsize(os.path.join(folder, name))
+                entries += name.endswith(".nbc")
+    return {"location": root, "enabled": kernel_cache_enabled(), "entries": entries, "bytes": size}
+
+
+@functools.cache
+def source_digest() -> str:
+    """SHA-256 of every ``.py`` file of the package: part of each cached kernel's key."""
+    import hashlib
+
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+def _stable_bytes(value, depth: int = 0) -> bytes:
+    """Bytes that identify a closure value the same way in every process."""
+    import types as pytypes
+
+    func = getattr(value, "py_func", value)
+    if isinstance(func, pytypes.FunctionType) and depth < 8:
+        parts = [f"{func.__module__}.{func.__qualname__}".encode(), func.__code__.co_code]
+        for cell in func.__closure__ or ():
+            parts.append(_stable_bytes(cell.cell_contents, depth + 1))
+        return b"F(" + b",".join(parts) + b")"
+    if isinstance(value, np.ndarray):
+        return b"A" + str(value.dtype).encode() + repr(value.shape).encode() + value.tobytes()
+    return f"{type(value).__module__}.{type(value).__qualname__}:{value!r}".encode()
+
+
+_KernelDiskCache = None
+
+
+def _disk_cache_class():
+    global _KernelDiskCache
+    if _KernelDiskCache is None:
+        import hashlib
+
+        import numba_cuda
+        from numba.cuda.dispatcher import CUDACache
+
+        class KernelDiskCache(CUDACache):
+            def _index_key(self, sig, codegen):
+                key = (sig, codegen.magic_tuple(), numba_cuda.__version__,
+                       hashlib.sha256(_stable_bytes(self._py_func)).hexdigest(), source_digest())
+                if self._launch_config_key is not None:
+                    key += (("launch_config", self._launch_config_key),)
+                return key
+
+        _KernelDiskCache = KernelDiskCache
+    return _KernelDiskCache
+
+
+_cache_checked: set = set()
+
+
+def use_disk_cache(kernel) -> None:
+    """Let ``kernel`` (a ``cuda.jit`` dispatcher) load and store compiled code on disk, once."""
+    if id(kernel) in _cache_checked:
+        return
+    _cache_checked.add(id(kernel))
+    if kernel_cache_enabled():
+        try:
+            kernel._cache = _disk_cache_class()(kernel.py_func)
+        except Exception:  # no writable cache location: compile in memory as before
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Launching.
+#
+# ``kernel[grid, block](*args)`` re-types every argument, looks the compiled specialisation up
+# and converts every CuPy array to a Numba array on each call (50-150 us). On a GPU,
+# :func:`launch` keys each call by the cheap facts that decide the argument types (dtype, ndim,
+# contiguity of arrays; the Python type of scalars), finds the compiled kernel once per key and
+# writes the kernel's argument list itself (pointer, shape and strides of each CuPy array).
+# Arguments of any other kind go through Numba's own marshalling for that argument.
+# ---------------------------------------------------------------------------------------------
+
 COMPILE_TARGET_CC = (9, 0)
 compiled_signatures: dict = {}
 
+_CUPY_ARRAY, _WORDS, _OTHER = 0, 1, 2
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_fast_entries: dict = {}
+_core_streams: dict = {}
+fast_launch_failures: list = []  # why a kernel fell back to Numba's launch path (expected empty)
+
+
+class DeviceWords:
+    """A 1-D uint64 view of device-addressable bytes: what :func:`byte_words` returns for memory
+    that is not a CuPy array (mapped pinned host memory). Launches read ``ptr`` and ``size``."""
+
+    __slots__ = ("ptr", "size", "owner")
+    dtype = np.dtype(np.uint64)
+    ndim = 1
+
+    def __init__(self, ptr: int, size: int, owner):
+        self.ptr, self.size, self.owner = ptr, size, owner
+
+    @property
+    def shape(self):
+        return (self.size,)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (self.size,), "strides": None, "typestr": "<u8",
+                "data": (self.ptr, False), "version": 3}
+
+
+def _arg_key(a):
+    """What decides ``a``'s Numba type, cheaply; None when only Numba's typeof can tell."""
+    t = type(a)
+    if t is _CUPY_NDARRAY:
+        flags = a.flags
+        return (t, a.dtype, a.ndim, flags.c_contiguous, flags.f_contiguous)
+    if t is DeviceWords:
+        return t
+    if t is int:
+        return t if _INT64_MIN <= a <= _INT64_MAX else None
+    if t is bool or t is float or isinstance(a, np.generic):
+        return t
+    return None
+
+
+class _FastEntry:
+    __slots__ = ("kernel", "cufunc", "kinds", "argtypes", "configs", "launched")
+
+    def __init__(self, compiled, args):
+        self.kernel = compiled
+        self.cufunc = compiled._codelibrary.get_cufunc().kernel
+        self.argtypes = compiled.argument_types
+        self.kinds = tuple(_CUPY_ARRAY if type(a) is _CUPY_NDARRAY else
+                           _WORDS if type(a) is DeviceWords else _OTHER for a in args)
+        self.configs = {}
+        self.launched = False
+
+
+def _fast_entry(kernel, args):
+    """The compiled kernel for these arguments' types, or None where the plain path must run."""
+    keys = tuple(_arg_key(a) for a in args)
+    if None in keys:
+        return None
+    key = (kernel, keys)
+    entry = _fast_entries.get(key)
+    if entry is None:
+        from numba.cuda.typing.typeof import Purpose, typeof
+
+        use_disk_cache(kernel)
+        argtypes = tuple(typeof(_numba_arg(a), Purpose.argument) for a in args)
+        compiled = kernel.compile(argtypes)
+        unusual = (compiled.debug or kernel.targetoptions.get("extensions")
+                   or getattr(compiled, "launch_config_sensitive", False) or kernel.specialized)
+        entry = False if unusual else _FastEntry(compiled, args)
+        _fast_entries[key] = entry
+    return entry or None
+
+
+def _launch_config(entry, grid, block):
+    config = entry.configs.get((grid, block))
+    if config is None:
+        from cuda.core import LaunchConfig
+        from numba.cuda._compat import CUDA_CORE_GE_1_0
+        from numba.cuda.errors import normalize_kernel_dimensions
+
+        g, b = normalize_kernel_dimensions(grid, block)
+        coop = {"is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch":
+                entry.kernel.cooperative}
+        config = LaunchConfig(grid=g, block=b, shmem_size=0, **coop)
+        entry.configs[(grid, block)] = config
+    return config
+
+
+def current_stream() -> int:
+    """The handle of CuPy's current stream (0 for the legacy default stream); kernels go there."""
+    return _CUPY_CURRENT_STREAM().ptr if _BACKEND == "cuda" else 0
+
 
 def launch(kernel, grid, block, *args) -> None:
-    """Launch ``kernel[grid, block](*args)`` in the current world.
+    """Launch ``kernel[grid, block](*args)`` on CuPy's current stream, in the current world.
 
+    On a GPU the first call for each combination of argument types compiles (or loads from the
+    disk cache) the specialisation; later calls only write the argument list and launch.
     In ``compile-only`` mode the kernel is compiled to PTX for ``COMPILE_TARGET_CC`` with the
     argument types of this call, and nothing runs; the PTX is kept in ``compiled_signatures``.
     """
-    args = tuple(kernel_array(a) for a in args)
-    if COMPILE_ONLY:
-        from numba import typeof
+    if _BACKEND != "cuda":
+        args = tuple(kernel_array(a) for a in args)
+        if COMPILE_ONLY:
+            from numba import typeof
 
-        sig = tuple(typeof(a) for a in args)
-        key = (kernel.py_func, sig)
-        if key not in compiled_signatures:
-            ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=COMPILE_TARGET_CC)
-            compiled_signatures[key] = ptx
+            sig = tuple(typeof(a) for a in args)
+            key = (kernel.py_func, sig)
+            if key not in compiled_signatures:
+                ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=COMPILE_TARGET_CC)
+                compiled_signatures[key] = ptx
+            return
+        kernel[grid, block](*args)
         return
+    entry = _fast_entry(kernel, args)
+    if entry is None:
+        launch_plain(kernel, grid, block, *args)
+        return
+    ptr = _CUPY_CURRENT_STREAM().ptr
+    stream = _core_streams.get(ptr)
+    if stream is None:
+        stream = _core_streams[ptr] = _CORE_STREAM.from_handle(ptr)
+    kargs = []
+    extend = kargs.extend
+    for kind, ty, a in zip(entry.kinds, entry.argtypes, args):
+        if kind == _CUPY_ARRAY:
+            extend((0, 0, a.size, a.itemsize, a.data.ptr))
+            extend(a.shape)
+            extend(a.strides)
+        elif kind == _WORDS:
+            extend((0, 0, a.size, 8, a.ptr, a.size, 8))
+        else:
+            entry.kernel._prepare_args(ty, a, stream, [], kargs)
+    if entry.launched:
+        _CORE_LAUNCH(stream, _launch_config(entry, grid, block), entry.cufunc, *kargs)
+        return
+    try:
+        _CORE_LAUNCH(stream, _launch_config(entry, grid, block), entry.cufunc, *kargs)
+        entry.launched = True
+    except Exception as exc:  # never seen: keep working through Numba's path, and say why
+        fast_launch_failures.append(f"{kernel.py_func.__qualname__}: {type(exc).__name__}: {exc}")
+        _fast_entries[(kernel, tuple(_arg_key(a) for a in args))] = False
+        launch_plain(kernel, grid, block, *args)
+
+
+def launch_plain(kernel, grid, block, *args) -> None:
+    """Numba's own launch path (re-types and converts every argument): the fallback of
+    :func:`launch`, and its "before" figure in ``bench startup``."""
+    args = tuple(_numba_arg(a) for a in args)
+    if _BACKEND == "cuda":
+        use_disk_cache(kernel)
+        ptr = _CUPY_CURRENT_STREAM().ptr
+        if ptr:
+            kernel[grid, block, cuda.external_stream(ptr)](*args)
+            return
     kernel[grid, block](*args)
 
+
+# ---------------------------------------------------------------------------------------------
+# Device-side value checks.
+# ---------------------------------------------------------------------------------------------
+
+CHECK_CONDITIONS = 8
+
+
+@cuda.jit(device=True, inline=True)
+def flag_bad_dev(flags, condition, index):
+    """Record that element ``index`` breaks check ``condition`` (0 <= condition < 8)."""
+    cuda.atomic.add(flags, 2 * condition, 1)
+    cuda.atomic.min(flags, 2 * condition + 1, index)
+
+
+@functools.cache
+def _flag_buffers():
+    init = np.zeros(2 * CHECK_CONDITIONS, dtype=np.int64)
+    init[1::2] = _INT64_MAX
+    if _BACKEND == "cuda":
+        return xp.asarray(init), init, cuda.pinned_array(init.shape, np.int64)
+    return init.copy(), init, None
+
+
+def check_flags(kernel, grid, block, *args) -> list:
+    """Run the value-check ``kernel`` over ``args`` and return ``[(count, first_index), ...]``.
+
+    Contract: ``kernel`` takes ``args`` followed by ``flags``, an int64 device array of
+    ``2 * CHECK_CONDITIONS`` entries, and reports each bad element with
+    ``flag_bad_dev(flags, condition, index)``. The buffer is allocated once per process and
+    reset before each check; one 128-byte read-back follows the launch (the only host
+    synchronisation). Entry ``c`` of the result is ``(count of bad elements, smallest bad
+    index)`` for condition ``c``, ``(0, -1)`` when none was flagged. The caller turns the first
+    non-zero condition into its ``ValueError``, before anything is written.
+    """
+    flags, init, pinned = _flag_buffers()
+    if _BACKEND == "cuda":
+        flags.set(init, stream=_CUPY_CURRENT_STREAM())
+        launch(kernel, grid, block, *args, flags)
+        flags.get(stream=_CUPY_CURRENT_STREAM(), out=pinned)  # blocking: the one sync
+        out = pinned
+    else:
+        flags[...] = init
+        launch(kernel, grid, block, *args, flags)
+        out = flags
+    return [(int(out[2 * c]), int(out[2 * c + 1]) if out[2 * c] else -1)
+            for c in range(CHECK_CONDITIONS)]
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA graphs.
+# ---------------------------------------------------------------------------------------------
+
+
+class CapturedGraph:
+    """A recorded sequence of launches; :meth:`replay` enqueues it again on CuPy's current stream.
+
+    Without a GPU there is nothing to record: ``eager`` is True and :meth:`replay` calls the
+    function again.
+    """
+
+    def __init__(self, fn, graph=None, stream=None):
+        self.fn, self.graph, self.stream = fn, graph, stream
+        self.eager = graph is None
+
+    def replay(self) -> None:
+        if self.graph is None:
+            self.fn()
+        else:
+            self.graph.launch(_CUPY_CURRENT_STREAM())
+
+
+def capture_graph(fn) -> CapturedGraph:
+    """Record every kernel ``fn()`` launches into a CUDA graph and return it (sglang's decode loop
+    replays such graphs: one host call per step instead of one per kernel).
+
+    ``fn`` must only enqueue work: no host synchronisation, no read-back, no allocation that
+    synchronises, so call the launchers' ``launch_*`` pieces with pre-checked arguments, not the
+    public functions that validate values on the host. Its arguments are baked in by address:
+    replay reads and writes the same buffers, so refill them in place between replays. Capture
+    runs ``fn`` once on a side stream without executing it (so run ``fn`` once eagerly before, if
+    its kernels may still need compiling); the simulator (and compile-only mode)
+    has no graphs, so there ``fn`` runs eagerly now and again on every replay.
+    """
+    if _BACKEND != "cuda":
+        fn()
+        return CapturedGraph(fn)
+    stream = xp.cuda.Stream(non_blocking=True)
+    synchronize()
+    relaxed = getattr(xp.cuda.runtime, "streamCaptureModeRelaxed", None)
+    with stream:
+        stream.begin_capture(*([] if relaxed is None else [relaxed]))
+        try:
+            fn()
+        finally:
+            graph = stream.end_capture()
+    if hasattr(graph, "upload"):
+        graph.upload(stream)
+    stream.synchronize()
+    return CapturedGraph(fn, graph, stream)
 
 def byte_words(a):
     """The bytes of a C-contiguous buffer as a 1-D uint64 kernel argument (8-byte words).
@@ -240,14 +624,9 @@ def byte_words(a):
     nwords = a.nbytes // 8
     if SIMULATOR or COMPILE_ONLY or not hasattr(a, "__cuda_array_interface__"):
         return a.reshape(-1).view(np.uint8)[: nwords * 8].view(np.uint64)
-    desc = {
-        "shape": (nwords,),
-        "strides": None,
-        "typestr": "<u8",
-        "data": (data_address(a), False),
-        "version": 3,
-    }
-    return cuda.from_cuda_array_interface(desc, owner=a, sync=False)
+    if isinstance(a, xp.ndarray):
+        return a.reshape(-1).view(np.uint8)[: nwords * 8].view(np.uint64)
+    return DeviceWords(data_address(a), nwords, a)
 
 
 
@@ -257,9 +636,23 @@ __all__ = [
     "ROW_STACK_SHIM",
     "SIMULATOR",
     "backend",
+    "CHECK_CONDITIONS",
+    "CapturedGraph",
+    "DeviceWords",
     "byte_words",
+    "capture_graph",
+    "check_flags",
+    "current_stream",
+    "flag_bad_dev",
+    "kernel_cache_dir",
+    "kernel_cache_enabled",
+    "kernel_cache_info",
+    "launch_plain",
+    "source_digest",
+    "use_disk_cache",
     "cuda",
     "data_address",
+    "fast_launch_failures",
     "host_cache_array",
     "is_mapped",
     "jit_kernel",

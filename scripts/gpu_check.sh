@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Run on a CUDA machine that reaches no package registry (the project's lent H200), from the
 # repo root, with the wheels prepared by ../shared/tools/gpu-wheels carried in .whl/.
-#   scripts/gpu_check.sh doctor tests lessons bench
+#   scripts/gpu_check.sh doctor warmup tests lessons bench
+# Phases: warmup (compile every kernel specialisation into the on-disk kernel cache, so that
+# the later phases only load them), tests (the whole suite at sglang's sizes), tests-quick
+# (-m "not slow"), lessons, bench (swap-in, spec, canary, startup, graph), startup (bench
+# startup alone: cold and warm compile per family, the split of a public call).
 # (compute-sanitizer memcheck and racecheck run inside the tests: the tests marked `gpu`.)
+# The kernel cache lives in $NUMBA_CACHE_DIR (default ~/.cache/hisparse-numba/kernels).
 # Logs go to $OUT (or build/gpu) as one file per phase; the last lines of each are printed.
 set -uo pipefail
 OUT=${OUT:-build/gpu}
@@ -24,10 +29,15 @@ run() {  # run NAME CMD...: tee the log, remember failures
 for phase in "$@"; do
   case $phase in
     doctor)  run doctor python3 -m hisparse_numba doctor ;;
-    tests)   run tests python3 -m pytest -q -x -p no:cacheprovider tests ;;
+    warmup)  run warmup python3 -m hisparse_numba.warmup --all ;;
+    tests)   run tests python3 -m pytest -q -x -p no:cacheprovider --durations=15 tests ;;
+    tests-quick) run tests python3 -m pytest -q -x -p no:cacheprovider -m "not slow" tests ;;
     lessons) run lessons python3 -m hisparse_numba lessons run --out "$OUT/lessons" ;;
     bench)
-      for b in swap-in spec canary; do run bench python3 -m hisparse_numba bench $b; done ;;
+      for b in swap-in spec canary; do run bench python3 -m hisparse_numba bench $b; done
+      run bench python3 -m hisparse_numba.bench.startup
+      run bench python3 -m hisparse_numba.bench.graph ;;
+    startup) run startup python3 -m hisparse_numba.bench.startup ;;
     *) echo "unknown phase $phase"; status=2 ;;
   esac
 done

@@ -1,8 +1,16 @@
 """Test configuration shared by both worlds.
 
 The same tests run under Numba's CUDA simulator on a CPU-only machine and on a real GPU.
-``SIZES`` picks small problems for the simulator and sglang's sizes on a GPU; ``@pytest.mark.gpu``
-marks tests that only make sense on real hardware (sanitizer-sized runs, mapped memory).
+``BIG`` (or ``sized(small, big)``) picks small problems for the simulator and sglang's sizes on a
+GPU; ``@pytest.mark.gpu`` marks tests that only make sense on real hardware (sanitizer-sized runs,
+mapped memory).
+
+``@pytest.mark.slow`` marks a test that takes more than about 10 s in the world it runs in (the
+simulator at small sizes, or a GPU at sglang's sizes, where the NumPy reference usually dominates),
+so that ``pytest -m "not slow"`` is a quick subset in both worlds; ``slow_on_gpu`` is the same
+marker applied only when ``BIG`` (``@slow_on_gpu`` on a test that is quick in the simulator).
+Kernels compiled by the tests go to the on-disk kernel cache (the report header says where);
+``hisparse-numba warmup --tests`` fills it beforehand.
 """
 
 import os
@@ -18,8 +26,23 @@ ON_GPU = device.backend() == "cuda"
 BIG = ON_GPU and os.environ.get("HISPARSE_NUMBA_TEST_SIZES", "") != "small"
 
 
+def slow_on_gpu(test):
+    """``@pytest.mark.slow`` at sglang's sizes only (a test that is quick in the simulator)."""
+    return pytest.mark.slow(test) if BIG else test
+
+
+def sized(small, big):
+    """``big`` (sglang's sizes) on a GPU, ``small`` in the simulator and under the sanitizer."""
+    return big if BIG else small
+
+
 def pytest_report_header(config):
-    return f"hisparse-numba backend: {device.backend()}"
+    header = f"hisparse-numba backend: {device.backend()}"
+    if ON_GPU:
+        info = device.kernel_cache_info()
+        header += (f"; kernel cache {info['location']} ({info['entries']} entries"
+                   f"{'' if info['enabled'] else ', disabled'}); sizes: {'sglang' if BIG else 'small'}")
+    return header
 
 
 def pytest_collection_modifyitems(config, items):

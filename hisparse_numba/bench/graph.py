@@ -1,0 +1,85 @@
+"""``hisparse-numba bench graph``: a decode step's swap-ins captured once in a CUDA graph and replayed.
+
+sglang replays a captured CUDA graph per decode step, so the host pays one graph launch instead
+of one launch per kernel. Here the step is the speculative swap-in repeated for ``--layers``
+layers (one problem shared by the layers) and, separately, one single-step swap-in, both on
+arguments checked once (``launch_unchecked`` / ``launch_prepared``), captured with
+``device.capture_graph``. Printed per batch: host microseconds to enqueue the step eagerly and
+as one graph replay, and GPU microseconds per swap-in both ways (CUDA events).
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import harness
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--batches", default="1,8,64")
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--iters", type=int, default=20)
+
+
+def _host_us(fn, iters):
+    from .. import device
+
+    device.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    host = (time.perf_counter() - t0) * 1e6 / iters
+    device.synchronize()
+    return host
+
+
+def measure(name, batch, layers, step_once, iters):
+    """Eager and graph figures for ``layers`` calls of ``step_once``."""
+    from .. import device
+
+    def eager():
+        for _ in range(layers):
+            step_once()
+
+    eager()
+    device.synchronize()
+    graph = device.capture_graph(eager)
+    return {"kernel": name, "batch": batch, "layers": layers,
+            "eager_host_us": _host_us(eager, iters), "graph_host_us": _host_us(graph.replay, iters),
+            "eager_gpu_us": harness.gpu_time_ms(eager, iters=iters) * 1e3 / layers,
+            "graph_gpu_us": harness.gpu_time_ms(graph.replay, iters=iters) * 1e3 / layers}
+
+
+def run(args) -> int:
+    harness.require_gpu("graph")
+    from ..hisparse import speculative as sp
+    from ..hisparse import swap_in as si
+    from .startup import spec_call, speculative_problem
+    from .swap_in import Workload
+
+    rows = []
+    for batch in (int(b) for b in args.batches.split(",")):
+        kw = spec_call(speculative_problem(batch))
+        cfg = sp.check_speculative(**kw, for_kernel=True)
+        kw.pop("item_size_bytes")
+        rows.append(measure("speculative", batch, args.layers,
+                            lambda: sp.launch_unchecked(cfg, **kw), args.iters))
+        w = Workload(batch, 2048, 4096, 512, 0.2, 1024)
+        prepared = w.prepared[0]
+        rows.append(measure("swap-in", batch, 1, lambda: si.launch_prepared(
+            batch, w.K, w.H, w.block_size, False, False, prepared), args.iters))
+        print(f"  batch {batch}: done", flush=True)
+    harness.print_table(rows, ["kernel", "batch", "layers", "eager_host_us", "graph_host_us",
+                               "eager_gpu_us", "graph_gpu_us"])
+    print("host_us: host time to enqueue one step (all layers); gpu_us: GPU time per swap-in "
+          "(events around back-to-back steps)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m hisparse_numba.bench.graph")
+    add_arguments(p)
+    sys.exit(run(p.parse_args()))
