@@ -89,7 +89,6 @@ c.Spawner.http_timeout = {step_timeout}
 c.Spawner.environment = {{
     "HISPARSE_NUMBA_BACKEND": "simulator",
     "PYTHONPATH": {root!r},
-    "MPLBACKEND": "Agg",
     {marker!r}: {smoke_id!r},
 }}
 c.JupyterHub.services = [{{"name": "smoke", "api_token": {token!r}}}]
