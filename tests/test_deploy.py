@@ -170,3 +170,54 @@ def test_browser_test_runs_lesson_00():
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "PASSED" in run.stdout
+
+
+# ---------------------------------------------------------------------------- the syllabus
+
+SYLLABUS = (ROOT / "lessons" / "README.md").read_text()
+COLAB = ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+         "(https://colab.research.google.com/github/hisparse-numba/hisparse-numba/blob/main/lessons/{})")
+
+
+def syllabus_rows() -> dict[str, tuple[int, list[str]]]:
+    """id -> (minutes, prerequisites) from the syllabus table."""
+    rows = {}
+    for line in SYLLABUS.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and re.fullmatch(r"\d\d", cells[0]):
+            rows[cells[0]] = (int(cells[2]), [] if cells[3] == "-" else cells[3].split(", "))
+    return rows
+
+
+def test_syllabus_links_every_lesson_with_its_badge():
+    notebooks = sorted(p.name for p in (ROOT / "lessons").glob("[0-9][0-9]-*.ipynb"))
+    rows = syllabus_rows()
+    for name in notebooks:
+        assert f"]({name})" in SYLLABUS, f"{name} is not linked"
+        assert COLAB.format(name) in SYLLABUS, f"{name} has no Colab badge"
+        assert name[:2] in rows
+    for lesson, (minutes, needs) in rows.items():
+        assert 5 <= minutes <= 60 and all(n < lesson for n in needs), lesson
+
+
+def half_day_blocks() -> list[tuple[int, list[str]]]:
+    """(block minutes, lesson ids) of the half-day path's table."""
+    section = SYLLABUS.split("### A half-day path", 1)[1].split("\n## ", 1)[0]
+    blocks = []
+    for start_h, start_m, end_h, end_m, lessons in re.findall(
+            r"^\| (\d\d):(\d\d)-(\d\d):(\d\d) \| (.*?) \|", section, re.MULTILINE):
+        minutes = (int(end_h) * 60 + int(end_m)) - (int(start_h) * 60 + int(start_m))
+        blocks.append((minutes, re.findall(r"\*\*(\d\d)\*\*", lessons)))
+    return blocks
+
+
+def test_half_day_blocks_fit_their_time_and_respect_prerequisites():
+    rows, seen = syllabus_rows(), set()
+    blocks = half_day_blocks()
+    assert len(blocks) >= 5 and "14" in {l for _, ls in blocks for l in ls}
+    for minutes, lessons in blocks:
+        assert len(lessons) <= 4, lessons
+        assert sum(rows[l][0] for l in lessons) <= minutes <= 60, (minutes, lessons)
+        for lesson in lessons:
+            assert set(rows[lesson][1]) <= seen | set(lessons[:lessons.index(lesson)]), lesson
+        seen |= set(lessons)
