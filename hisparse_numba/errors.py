@@ -523,7 +523,6 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 # lesson 01's error; lesson 08 shows it again with CUDA-graph padding rows counted in the batch.
 ALSO: dict[str, tuple[str, ...]] = {
     "speculative miss_src/miss_dst must have shape": ("08",),
-    "miss_src, miss_dst, and miss_count must be provided together.": ("13",),
 }
 
 
