@@ -54,7 +54,7 @@ def test_binder_scripts_register_the_simulator_kernel_and_set_the_backend():
         assert path.stat().st_mode & stat.S_IXUSR, f"binder/{name} must be executable"
         subprocess.run(["bash", "-n", str(path)], check=True)
     post_build = (BINDER / "postBuild").read_text()
-    assert re.search(r"pip install .*-e \.", post_build)
+    assert re.search(r"pip install .*-e \"\.\[lessons\]\"", post_build)
     assert re.search(r"ipykernel install .*--name hisparse-numba", post_build)
     assert "--env HISPARSE_NUMBA_BACKEND simulator" in post_build
     assert "lessons copy" in post_build
