@@ -1,24 +1,34 @@
 """The error catalogue: every error hisparse-numba raises, its cause, its fix and its lesson.
 
-``pattern`` is the message as raised, with ``{name}`` for the parts that vary; ``explain``
-turns a pasted message back into its entries, the most specific first (a pattern with more
-fixed text wins over a generic one such as ``{name} must be contiguous``). Tests check that
-every ``fail(...)``/``raise`` site in the package has an entry and every entry names a lesson
-that exists.
+``pattern`` is the message as raised, with ``{name}`` for the parts that vary; ``variants`` are
+the other texts sglang raises for the same mistake (its C++ ``RuntimeCheck`` texts, the MTP
+kernel's, older wrappers'). ``explain`` turns a pasted message back into its entries, the most
+specific first (a pattern with more fixed text wins over a generic one such as
+``{name} must be contiguous``). It forgives what a paste does to a message: other whitespace, a
+missing final period, a prefix (``ValueError:``, ``kv-canary:``, ``RuntimeError:``), a whole
+traceback, or only a piece of the message; ``suggest`` names the nearest entries when nothing
+matches. Tests check that every ``fail(...)``/``raise`` site in the package has an entry and every
+entry names a lesson that exists.
 
 ``origin`` says whose text it is: ``"sglang"`` when sglang raises the same text, ``"numba"``
 for Numba's own warning, ``"hisparse-numba"`` for the checks this project adds where sglang
 checks nothing and a mistake corrupts memory or state silently.
+
+Lessons 00-13 each teach one error (``lesson``); ``also`` names further lessons where the same
+error matters (lesson 14, the kernel puzzles, teaches no error of its own).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SGLANG = "sglang"
 OURS = "hisparse-numba"
 NUMBA = "numba"
+
+_PLACEHOLDER = re.compile(r"\{[a-z0-9_]+\}")
 
 
 @dataclass(frozen=True)
@@ -28,18 +38,31 @@ class Entry:
     fix: str
     lesson: str
     origin: str = SGLANG
+    variants: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
+
+    @property
+    def lessons(self) -> tuple[str, ...]:
+        return (self.lesson, *self.also)
+
+    def texts(self) -> tuple[str, ...]:
+        return (self.pattern, *self.variants)
 
     def regex(self) -> re.Pattern:
-        parts = re.split(r"\{[a-z0-9_]+\}", self.pattern)
-        return re.compile(".+?".join(re.escape(p) for p in parts), re.DOTALL)
+        """The pattern as raised (placeholders match any text)."""
+        return _text_regex(self.pattern, normalised=False)
 
     def specificity(self) -> int:
         """Characters of fixed text: the more, the more specific the entry."""
-        return len(re.sub(r"\{[a-z0-9_]+\}", "", self.pattern))
+        return len(_PLACEHOLDER.sub("", self.pattern))
 
     def render(self) -> str:
-        return (f"{self.pattern}\n  raised by: {self.origin}\n  cause: {self.cause}\n"
-                f"  fix: {self.fix}\n  lesson: {self.lesson} (hisparse-numba lessons run {self.lesson})")
+        lessons = ", ".join(self.lessons)
+        runs = " ".join(self.lessons)
+        variants = "".join(f"\n  sglang also raises: {v}" for v in self.variants)
+        return (f"{self.pattern}\n  raised by: {self.origin}{variants}\n  cause: {self.cause}\n"
+                f"  fix: {self.fix}\n  lesson{'s' if self.also else ''}: {lessons} "
+                f"(hisparse-numba lessons run {runs})")
 
 
 def _e(pattern, cause, fix, lesson, origin=OURS) -> Entry:
@@ -438,13 +461,233 @@ CATALOGUE: list[Entry] = [
 ]
 
 
+# sglang's other texts for the same mistakes, keyed by the start of the entry's pattern: the C++
+# RuntimeChecks behind the Python wrappers, the MTP kernel's checks, the plan-only wrapper's.
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "speculative miss_src/miss_dst must have shape": (
+        "speculative miss_src must have shape [batch, >= steps * top_k].",
+        "speculative miss_dst must have shape [batch, >= steps * top_k].",
+    ),
+    "speculative miss_count must have shape": ("miss_count must have shape ({batch_size},)",),
+    "miss_src/miss_dst row strides must match.": (
+        "speculative miss_src/miss_dst row strides differ.",
+        "miss_src and miss_dst row strides must match",
+    ),
+    "HiSparse speculative swap requires 2-4 steps": (
+        "HiSparse speculative swap requires 2-4 steps.",
+        "HiSparse speculative swap requires at least one step.",
+        "HiSparse MTP swap requires hot_buffer_size >= top_k >= 1024, 2-4 steps, and at most 8192 total occurrences.",
+    ),
+    "speculative swap needs 0 < steps * top_k": (
+        "HiSparse speculative swap requires positive steps/top-k and steps * top-k <= 8192, got {num_steps} * {num_top_k}.",
+        "HiSparse speculative swap supports at most 8192 occurrences.",
+        "HiSparse speculative swap requires a positive top_k.",
+    ),
+    "speculative top_k_tokens must have shape [batch, steps, top_k]": (
+        "speculative top_k_tokens must have shape [batch, steps, top_k].",
+        "top_k_tokens must have shape [batch, steps, top_k].",
+        "top_k_tokens step dimension mismatch.",
+        "top_k_tokens top-k dimension mismatch.",
+    ),
+    "top_k_device_locs must have shape [batch, steps, top_k]": (
+        "speculative output must have shape [batch, steps, top_k].",
+        "top_k_device_locs must match top_k_tokens.",
+    ),
+    "seq_lens must have shape [batch * steps]": ("seq_lens must provide one length per request and MTP step.",),
+    "device_buffer_tokens must have shape [requests, >= hot_buffer_size + 1]": (
+        "device_buffer_tokens must include an extra page.",
+        "device_buffer_tokens does not cover the hot buffer",
+    ),
+    "state.scratch_locs must have shape": (
+        "speculative scratch_locs must have shape [num_requests, capacity].",
+        "speculative scratch_locs must have shape [num_requests, scratch_capacity].",
+    ),
+    "state.cache_index must have shape": ("speculative cache_index must have shape [num_requests, 2, hash_size].",),
+    "state.cache_index hash_size must be a power of two": ("ring hash capacity must be a power of two.",),
+    "state.cache_index has {rows} request rows": ("speculative cache_index request capacity is smaller than scratch_locs.",),
+    "state.cache_policy must have shape": (
+        "speculative cache_policy must contain one CLOCK control row and one reference-epoch row per request.",
+    ),
+    "state.scratch_state must have shape": (
+        "speculative scratch_state must contain one counter row and one miss-metadata row per request.",
+    ),
+    "state.scratch_state row stride must be even": ("speculative scratch metadata stride must be 64-bit aligned.",),
+    "hot_buffer_size (state.cache_policy width)": (
+        "speculative hot buffer must contain at least two slots.",
+        "speculative CLOCK cursor requires hot_buffer_size <= 32768.",
+    ),
+    "num_real_reqs must be an int32 array with shape [1]": ("num_real_reqs must be an int32 device tensor with shape [1]",),
+}
+
+# Errors that more than one lesson turns on. The undersized speculative miss plan (headline 1) is
+# lesson 01's error; lesson 08 shows it again with CUDA-graph padding rows counted in the batch.
+ALSO: dict[str, tuple[str, ...]] = {
+    "speculative miss_src/miss_dst must have shape": ("08",),
+}
+
+
+def _attach(catalogue: list[Entry]) -> list[Entry]:
+    out = []
+    for entry in catalogue:
+        variants = tuple(v for k, vs in VARIANTS.items() if entry.pattern.startswith(k) for v in vs)
+        also = tuple(a for k, ls in ALSO.items() if entry.pattern.startswith(k) for a in ls)
+        out.append(replace(entry, variants=variants, also=also))
+    return out
+
+
+CATALOGUE = _attach(CATALOGUE)
+
+# ---------------------------------------------------------------------------- matching a paste
+
+_EXCEPTION_LINE = re.compile(r"^\s*(?:E\s+)?(?:[\w.]+\.)?\w*(?:Error|Exception|Warning)\s*:", re.MULTILINE)
+_PREFIX = re.compile(r"^(?:E\s+)?(?:(?:[\w.]+\.)?\w*(?:Error|Exception|Warning)|runtimecheck failed|"
+                     r"runtime check failed|error)\s*:\s*", re.IGNORECASE)
+_KV_CANARY = re.compile(r"^kv-canary\s*:\s*", re.IGNORECASE)
+_TOKEN = re.compile(r"\{[a-z0-9_]+\}|\w+|[^\w\s]")
+
+
+def _last_exception(text: str) -> str:
+    """The message of the last exception in a pasted traceback (or the text itself)."""
+    starts = [m.start() for m in _EXCEPTION_LINE.finditer(text)]
+    if "\n" not in text.strip() or not starts:
+        return text
+    return text[starts[-1]:]
+
+
+def _normalise(text: str, keep_kv_canary: bool) -> str:
+    """One spelling for a message or a pattern: whitespace, quotes, prefixes, final punctuation."""
+    text = text.replace("\u2026", "...").translate(str.maketrans("\u2018\u2019\u201c\u201d", "''\"\""))
+    text = re.sub(r"\s+", " ", text).strip().strip("`'\"").strip()
+    while True:
+        stripped = _PREFIX.sub("", text, count=1)
+        if not keep_kv_canary:
+            stripped = _KV_CANARY.sub("", stripped, count=1)
+        if stripped == text:
+            break
+        text = stripped
+    text = re.sub(r"(?:\.\.\.|[\s.;:,!])+$", "", text)
+    text = re.sub(r"\s*([^\w\s{}])\s*", r"\1", text)  # spacing around punctuation is not meaningful
+    return text.lower()
+
+
+def _text_regex(text: str, normalised: bool = True, keep_kv_canary: bool = True) -> re.Pattern:
+    if normalised:
+        text = _normalise(text, keep_kv_canary)
+    parts = _PLACEHOLDER.split(text)
+    if normalised:  # the space beside a value may be gone ("got(3,)int32"): the value takes it
+        parts = [p.lstrip() if i else p for i, p in enumerate(parts)]
+        parts = [p.rstrip() if i < len(parts) - 1 else p for i, p in enumerate(parts)]
+    body = ".+?".join(re.escape(p) for p in parts)
+    if normalised and not parts[0]:
+        body = body[3:]  # a paste may leave out a leading name (a function, an argument)
+    return re.compile(body, re.DOTALL)
+
+
+_REGEX_CACHE: dict[tuple[str, bool], re.Pattern] = {}
+
+
+def _regex(text: str, keep_kv_canary: bool) -> re.Pattern:
+    key = (text, keep_kv_canary)
+    if key not in _REGEX_CACHE:
+        _REGEX_CACHE[key] = _text_regex(text, keep_kv_canary=keep_kv_canary)
+    return _REGEX_CACHE[key]
+
+
+def _piece_score(message_tokens: list[str], text: str) -> int:
+    """Fixed tokens of ``text`` matched when the whole paste is a contiguous piece of it
+    (placeholders take any one or more tokens; the paste may start and stop anywhere, and its
+    last word may be cut short), or -1 when it is not."""
+    pattern = ["*" if t.startswith("{") else t for t in _TOKEN.findall(_normalise(text, False))]
+    last = len(message_tokens) - 1
+    states = {(i, False): 0 for i in range(len(pattern))}  # (next pattern token, in a placeholder)
+    for k, token in enumerate(message_tokens):
+        moved: dict[tuple[int, bool], int] = {}
+
+        def keep(state, score):
+            if moved.get(state, -1) < score:
+                moved[state] = score
+
+        for (i, absorbing), score in states.items():
+            if absorbing:
+                keep((i, True), score)
+            if i < len(pattern):
+                if pattern[i] == "*":
+                    keep((i + 1, True), score)
+                elif pattern[i] == token:
+                    keep((i + 1, False), score + 1)
+                elif k == last and token.isalnum() and pattern[i].startswith(token):
+                    keep((i + 1, False), score)
+        states = moved
+        if not states:
+            return -1
+    return max(states.values())
+
+
+def _pieces(message: str) -> list[Entry]:
+    """Entries of which ``message`` is a piece (a partial paste), best first."""
+    tokens = _TOKEN.findall(_normalise(message, False))
+    words = {t for t in tokens if t[0].isalnum() and not t.isdigit()}
+    if len(words) < 2:
+        return []
+    scored = []
+    for entry in CATALOGUE:
+        best = -1
+        for text in entry.texts():
+            if len(words & set(_TOKEN.findall(_normalise(text, False)))) >= 2:
+                best = max(best, _piece_score(tokens, text))
+        if best >= 3 and best >= 0.6 * len(tokens):
+            scored.append((best, entry.specificity(), entry))
+    return [e for *_, e in sorted(scored, key=lambda s: (-s[0], -s[1]))]
+
+
 def explain(message: str) -> list[Entry]:
-    """Entries whose pattern matches ``message`` (a pasted message, possibly with a prefix such
-    as ``ValueError:``), the most specific first."""
-    message = message.strip()
-    found = [e for e in CATALOGUE if e.regex().search(message)]
-    return sorted(found, key=lambda e: -e.specificity())
+    """Entries matching a pasted ``message``, the most specific first.
+
+    Forgiving: whitespace and final punctuation are ignored, as are prefixes such as
+    ``ValueError:``, ``RuntimeError:`` or ``kv-canary:``; a whole traceback is read from its last
+    exception; sglang's variant texts count; and a piece of a message (``verify_capacity=3 does
+    not match ...``) finds the entries it is a piece of."""
+    message = _last_exception(message)
+    ranked = []
+    for strict in (True, False):
+        text = _normalise(message, keep_kv_canary=strict)
+        for entry in CATALOGUE:
+            if entry not in ranked and any(_regex(t, strict).search(text) for t in entry.texts()):
+                ranked.append(entry)
+        if ranked:
+            # exact (prefix kept) matches come first; within a pass, more fixed text wins
+            break
+    if ranked:
+        return sorted(ranked, key=lambda e: -e.specificity())
+    return _pieces(message)
+
+
+def suggest(message: str, n: int = 3) -> list[Entry]:
+    """The ``n`` entries whose texts read most like ``message`` (for when ``explain`` finds none)."""
+    text = _normalise(_last_exception(message), False)
+
+    def likeness(entry):
+        return max(difflib.SequenceMatcher(None, text, _PLACEHOLDER.sub("", _normalise(t, False))).ratio()
+                   for t in entry.texts())
+
+    scored = sorted(((likeness(e), i) for i, e in enumerate(CATALOGUE)), reverse=True)
+    return [CATALOGUE[i] for score, i in scored[:n] if score >= 0.3]
+
+
+def explain_report(message: str) -> tuple[str, int]:
+    """What ``hisparse-numba explain`` prints for ``message``, and its exit status."""
+    matches = explain(message)
+    if matches:
+        return "\n\n".join(entry.render() for entry in matches), 0
+    lines = ["No catalogue entry matches that message."]
+    nearest = suggest(message)
+    if nearest:
+        lines.append("Nearest entries (did you mean one of these?):")
+        lines += [f"  [{', '.join(e.lessons)}] {e.pattern}" for e in nearest]
+    lines.append("`hisparse-numba lessons list --all` shows the whole catalogue.")
+    return "\n".join(lines), 1
 
 
 def entries_for_lesson(lesson_id: str) -> list[Entry]:
+    """Entries whose main lesson is ``lesson_id`` (the error that lesson teaches comes first)."""
     return [e for e in CATALOGUE if e.lesson == lesson_id]

@@ -242,3 +242,119 @@ def test_explain_sends_each_quoted_message_to_its_lesson(lesson, message):
 def test_my_lessons_quote_their_message():
     for lesson in ("09", "10", "11", "12"):
         assert QUOTED.get(lesson), f"lesson {lesson} quotes no message"
+
+
+# ---------------------------------------------------------------------------- a forgiving explain
+
+SEED_2 = ("kv-canary: launch_canary_plan_kernels_torch_reference verify_capacity=3 does not match "
+          "verify_plan_out.verify_slot_indices.shape[0]=5")
+VERIFY_CAPACITY = "kv-canary: {fn} verify_capacity={verify_capacity} does not match"
+MISS_PLAN = "speculative miss_src/miss_dst must have shape [batch, >= steps * top_k]"
+
+FORGIVEN = [
+    # (pasted text, the start of the entry it must find first)
+    (SEED_2, VERIFY_CAPACITY),
+    (SEED_2.removeprefix("kv-canary: "), VERIFY_CAPACITY),
+    ("ValueError: " + SEED_2, VERIFY_CAPACITY),
+    ("RuntimeError: " + SEED_2 + ".", VERIFY_CAPACITY),
+    ("verify_capacity=3 does not match ...", VERIFY_CAPACITY),
+    ("verify_capacity=3 does not match \u2026", VERIFY_CAPACITY),
+    ("verify_capacity=3 does not match verify_plan_out.verify_slot_indices.shape[0]=5", VERIFY_CAPACITY),
+    ("does not match verify_plan_out.verify_slot_indices.sha", VERIFY_CAPACITY),
+    ("The pointers must be multiple of 16 bytes", "The pointers must be multiple of 16 bytes."),
+    ("  the pointers must be\n   multiple of 16 bytes  ", "The pointers must be multiple of 16 bytes."),
+    ("`ValueError: hot_buffer_size (1024) must be >= num_top_k (2048)`", "hot_buffer_size ({hot_buffer_size})"),
+    ("speculative miss_src must have shape [batch, >= steps * top_k].", MISS_PLAN),
+    ("RuntimeError: speculative miss_dst must have shape [batch, >= steps * top_k]", MISS_PLAN),
+    ("speculative miss_src/miss_dst must have shape [batch, >= steps * top_k] (capacity 8192)", MISS_PLAN),
+    ("speculative miss_src/miss_dst row strides differ.", "miss_src/miss_dst row strides must match."),
+    ("speculative output must have shape [batch, steps, top_k].", "top_k_device_locs must have shape [batch, steps"),
+    ("HiSparse MTP swap requires hot_buffer_size >= top_k >= 1024, 2-4 steps, and at most 8192 total "
+     "occurrences.", "HiSparse speculative swap requires 2-4 steps"),
+    ("HiSparse speculative swap requires positive steps/top-k and steps * top-k <= 8192, got 4 * 4096.",
+     "speculative swap needs 0 < steps * top_k"),
+    ("seq_lens must provide one length per request and MTP step.", "seq_lens must have shape [batch * steps]"),
+    ("ring hash capacity must be a power of two.", "state.cache_index hash_size must be a power of two"),
+    ("speculative scratch_state must contain one counter row and one miss-metadata row per request.",
+     "state.scratch_state must have shape"),
+    ("kv-canary: bs=9 exceeds write_req_capacity=4", "kv-canary: bs={bs} exceeds write_req_capacity"),
+    ("bs=9 exceeds write_req_capacity=4", "kv-canary: bs={bs} exceeds write_req_capacity"),
+]
+
+
+@pytest.mark.parametrize("pasted,start", FORGIVEN, ids=[p[:50] for p, _ in FORGIVEN])
+def test_explain_forgives_the_way_a_message_is_pasted(pasted, start):
+    matches = errors.explain(pasted)
+    assert matches, pasted
+    assert matches[0].pattern.startswith(start), (pasted, matches[0].pattern)
+
+
+def test_explain_reads_a_traceback_pasted_whole():
+    traceback = f'''Traceback (most recent call last):
+  File "/srv/sglang/python/sglang/srt/model_executor/forward_batch_info.py", line 812, in prepare
+    launch_canary_plan_kernels(plan_input, verify_plan_out=vp, verify_capacity=cap)
+  File "/srv/sglang/python/sglang/jit_kernel/kv_canary/plan_ref.py", line 41, in launch_canary_plan_kernels_torch_reference
+    raise ValueError(
+ValueError: {SEED_2}
+'''
+    assert errors.explain(traceback)[0].pattern.startswith(VERIFY_CAPACITY)
+    pytest_style = ("    def test_plan():\n>       launch(...)\nE       ValueError: The pointers must be "
+                    "multiple of 16 bytes.\n\ntests/test_x.py:12: ValueError")
+    assert errors.explain(pytest_style)[0].lesson == "10"
+
+
+def test_a_chained_traceback_is_read_from_its_last_exception():
+    text = ("Traceback (most recent call last):\n  File \"a.py\", line 1\nKeyError: 'x'\n\n"
+            "During handling of the above exception, another exception occurred:\n\n"
+            "Traceback (most recent call last):\n  File \"b.py\", line 2\n"
+            "ValueError: miss_count must be int32.\n")
+    assert errors.explain(text)[0].pattern == "miss_count must be int32."
+
+
+def test_an_exact_prefix_still_beats_a_generic_entry():
+    """Stripping ``kv-canary:`` must not let the kv-canary entry outrank the generic one."""
+    best = errors.explain("top_k_tokens must have dtype int32, got shape (2, 4) int64")[0]
+    assert best.pattern == "{name} must have dtype {dtype}, got {got}"
+    best = errors.explain("kv-canary: req_pool_indices must have dtype int64, got (3,) int32")[0]
+    assert best.pattern.startswith("kv-canary: {name} must have dtype")
+
+
+def test_short_or_unrelated_pastes_find_nothing():
+    for text in ("must", "got 3", "completely unrelated words here", "", "   "):
+        assert errors.explain(text) == [], text
+
+
+def test_no_match_suggests_the_nearest_entries():
+    assert errors.explain("the pointer must be multiples of 16 byte") == []
+    nearest = errors.suggest("the pointer must be multiples of 16 byte")
+    assert nearest[0].pattern == "The pointers must be multiple of 16 bytes."
+    text, status = errors.explain_report("the pointer must be multiples of 16 byte")
+    assert status == 1
+    assert "did you mean" in text and "The pointers must be multiple of 16 bytes." in text
+    text, status = errors.explain_report(SEED_2)
+    assert status == 0 and text.startswith(VERIFY_CAPACITY)
+
+
+def test_headline_1_names_lessons_01_and_08():
+    entry = errors.explain("speculative miss_src/miss_dst must have shape [batch, >= steps * top_k] "
+                           "(capacity 8192).")[0]
+    assert entry.lessons == ("01", "08")
+    assert "lessons: 01, 08" in entry.render()
+
+
+def test_variants_are_sglangs_other_texts_for_an_entry_with_a_lesson():
+    with_variants = [e for e in errors.CATALOGUE if e.variants]
+    assert len(with_variants) >= 15
+    for key in list(errors.VARIANTS) + list(errors.ALSO):
+        assert sum(e.pattern.startswith(key) for e in errors.CATALOGUE) == 1, key
+    for entry in with_variants:
+        for variant in entry.variants:
+            assert errors.explain(variant)[0] is entry, variant
+
+
+def test_lesson_ids_are_the_lessons():
+    """00-13 teach one error each; 14 (kernel puzzles) teaches none."""
+    ids = {l for e in errors.CATALOGUE for l in e.lessons}
+    assert ids <= {f"{i:02d}" for i in range(14)}
+    for lesson in ids:
+        assert lesson_file(lesson), lesson
