@@ -103,7 +103,7 @@ def compare(trace, name: str, got: np.ndarray, want: np.ndarray, describe, show=
         return None
     i = int(bad[0])
     more = f" ({bad.size} elements differ)" if bad.size > 1 else ""
-    return f"{where(trace, name, i, describe)}: {show(g[i])}, the reference has {show(w[i])}{more}", bad
+    return f"{where(trace, name, i, describe)}: {show(g[i])} where the reference has {show(w[i])}{more}", bad
 
 
 def out_of_bounds(trace) -> str | None:
@@ -127,6 +127,12 @@ def report(trace, problems, highlight=(), buffers=None, cols=None):
                        title="your kernel's accesses (red outline: wrong or out of bounds)")
         plt.show()
     return False, "; ".join(problems)
+
+
+def show_words(v) -> str:
+    """An 8-byte word of a float32 pool, as the two float32 values it holds."""
+    a, b = np.array([v], np.uint64).view(np.float32)
+    return f"({a:g}, {b:g})"
 
 
 def _first(msg_or_none, name, trace):
@@ -158,7 +164,8 @@ def check_gather_guard(gather_words_kernel):
                 src_locs=arena(src), dst_locs=arena(dst), words_per_item=GATHER_WORDS)
     trace = launch(gather_words_kernel, 2, 8, args)     # 16 threads for 12 words: 4 too many
     describe = lambda i: f"word {i} of dst_words (row {i // GATHER_WORDS}, chunk {i % GATHER_WORDS // 2})"
-    msg, hl = _first(compare(trace, "dst_words", args["dst_words"], device.byte_words(want), describe),
+    msg, hl = _first(compare(trace, "dst_words", args["dst_words"], device.byte_words(want), describe,
+                             show_words),
                      "dst_words", trace)
     ok, message = report(trace, [out_of_bounds(trace), msg], hl, ["src_locs", "dst_locs", "dst_words"],
                          cols=GATHER_WORDS)
@@ -195,7 +202,8 @@ def check_chunk_loop(copy_item_dev):
                 src_locs=arena(src), dst_locs=arena(dst), words_per_item=CHUNK_WORDS)
     trace = launch(_copy_kernel(copy_item_dev), 1, CHUNK_LANES * 3, args, stub_of=copy_item_dev)
     describe = lambda i: f"word {i} of dst_words (row {i // CHUNK_WORDS}, chunk {i % CHUNK_WORDS // 2})"
-    msg, hl = _first(compare(trace, "dst_words", args["dst_words"], device.byte_words(want), describe),
+    msg, hl = _first(compare(trace, "dst_words", args["dst_words"], device.byte_words(want), describe,
+                             show_words),
                      "dst_words", trace)
     problems = [out_of_bounds(trace), msg]
     if trace is not None and msg is None:
