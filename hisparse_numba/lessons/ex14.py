@@ -115,7 +115,7 @@ def out_of_bounds(trace) -> str | None:
             f"(in the simulator an IndexError; on a GPU whatever lies past the end: another buffer's bytes)")
 
 
-def report(trace, problems, highlight=(), buffers=None, cols=None):
+def report(trace, problems, highlight=(), buffers=None, cols=None, expected=None):
     """``(ok, message)`` from the list of problems found; draws the picture when wrong."""
     problems = [p for p in problems if p]
     if not problems:
@@ -123,8 +123,9 @@ def report(trace, problems, highlight=(), buffers=None, cols=None):
     if trace is not None:
         import matplotlib.pyplot as plt
 
-        threadviz.draw(trace, buffers, cols=cols, highlight=highlight,
-                       title="your kernel's accesses (red outline: wrong or out of bounds)")
+        threadviz.draw(trace, buffers, cols=cols, highlight=highlight, expected=expected,
+                       title="your kernel's accesses (red outline: a wrong element; red below a grid: "
+                             "past its end)")
         plt.show()
     return False, "; ".join(problems)
 
@@ -167,8 +168,9 @@ def check_gather_guard(gather_words_kernel):
     msg, hl = _first(compare(trace, "dst_words", args["dst_words"], device.byte_words(want), describe,
                              show_words),
                      "dst_words", trace)
+    changed = {"dst_words": device.byte_words(want) != device.byte_words(buf)}
     ok, message = report(trace, [out_of_bounds(trace), msg], hl, ["src_locs", "dst_locs", "dst_words"],
-                         cols=GATHER_WORDS)
+                         cols=GATHER_WORDS, expected=changed)
     return ok, message or "right: 16 threads, 12 words: the 4 threads past the end return before touching anything"
 
 
@@ -226,7 +228,8 @@ def check_chunk_loop(copy_item_dev):
                                 "l + num_lanes, ...)")
                 hl = [("dst_words", 2 * chunk), ("dst_words", 2 * chunk + 1)]
                 break
-    ok, message = report(trace, problems, hl, ["src_locs", "dst_words"], cols=CHUNK_WORDS)
+    changed = {"dst_words": device.byte_words(want) != device.byte_words(buf)}
+    ok, message = report(trace, problems, hl, ["src_locs", "dst_words"], cols=CHUNK_WORDS, expected=changed)
     return ok, message or ("right: lane l moves chunks l, l + 4, ...; 5 chunks per item, so lane 0 moves two "
                            "and every chunk moves once, as one 16-byte pair of words")
 

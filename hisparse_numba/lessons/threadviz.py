@@ -160,63 +160,78 @@ def thread_colour(access: Access, trace: Trace):
 
 
 def draw(trace: Trace | None, buffers=None, *, cols: int | None = None, title: str = "",
-         highlight=()):
-    """One row of panels per buffer (reads left, writes right), each cell labelled ``block,thread``.
+         highlight=(), expected=None):
+    """A row of panels per buffer: its reads, its writes (each cell labelled ``block,thread``).
 
-    ``buffers``: names to draw (default all). ``cols``: cells per grid row for 1-D buffers
-    (default: the array's last dimension, or 16). ``highlight``: ``(buffer, flat index)`` pairs
-    outlined in red (the checker's "look here"). Returns the figure (``None`` without a trace).
+    ``buffers``: names to draw (default all). ``cols``: cells per grid row (default: the array's
+    last dimension, or 16 for 1-D). ``highlight``: ``(buffer, flat index)`` pairs outlined in red
+    (the checker's "look here"; cells written by two threads are outlined too). ``expected``:
+    ``{buffer: bool mask}`` of the elements the reference changes, drawn as a third panel.
+    Returns the figure (``None`` without a trace).
     """
     if trace is None:
         return None
     import matplotlib.pyplot as plt
-    import matplotlib.patches as patches
 
     names = list(buffers or trace.arrays)
-    height = 0.8 + sum(0.8 + 0.4 * _grid_rows(trace.arrays[n], cols) for n in names)
-    fig, axes = plt.subplots(len(names), 2, figsize=(12, height), squeeze=False)
+    expected = expected or {}
+    rows = []
+    for name in names:
+        kinds = [k for k in ("read", "write") if trace.of(name, k)] + (["expected"] if name in expected else [])
+        rows.append((name, kinds or ["read"]))
+    ncols = max(len(k) for _, k in rows)
+    height = 0.8 + sum(0.7 + 0.35 * (_grid_rows(trace.arrays[n], cols) + 1.3 * bool(trace.of(n, in_bounds=False)))
+                       for n in names)
+    fig, axes = plt.subplots(len(rows), ncols, figsize=(max(9.0, 4.5 * ncols), height), squeeze=False)
     hl = set(highlight)
-    for row, name in enumerate(names):
-        arr = trace.arrays[name]
-        width = cols or (arr.shape[-1] if arr.ndim > 1 else min(arr.size, 16))
-        nrows = _grid_rows(arr, cols)
-        for col, kind in enumerate(("read", "write")):
-            ax = axes[row][col]
-            cells: dict = {}
-            for a in trace.of(name, kind):
-                cells.setdefault(a.index, []).append(a)
-            if not cells:
-                ax.axis("off")
-                ax.set_title(f"{name}: no {kind}s", fontsize=8)
-                continue
-            oob = [i for i in cells if not (0 <= i < arr.size)]
-            for i in range(arr.size):
-                y, x = divmod(i, width)
-                acc = cells.get(i, [])
-                face = thread_colour(acc[0], trace) if acc else "white"
-                edge = "red" if (name, i) in hl or len({(a.block, a.thread) for a in acc if kind == "write"}) > 1 \
-                    else "gray"
-                ax.add_patch(patches.Rectangle((x, -y), 1, -1, facecolor=face, edgecolor=edge,
-                                               linewidth=2 if edge == "red" else 0.5, alpha=0.85))
-                if acc:
-                    label = "\n".join(f"{b},{t}" for b, t in sorted({(a.block[0], a.thread[0]) for a in acc})[:2])
-                    ax.text(x + 0.5, -y - 0.5, label, ha="center", va="center", fontsize=6)
-            for j, i in enumerate(sorted(oob)[:width]):
-                acc = cells[i]
-                ax.add_patch(patches.Rectangle((j, -nrows - 0.3), 1, -1, facecolor="mistyrose",
-                                               edgecolor="red", linewidth=1.5, hatch="xx"))
-                ax.text(j + 0.5, -nrows - 0.8, f"{acc[0].block[0]},{acc[0].thread[0]}\n@{i}",
-                        ha="center", va="center", fontsize=6, color="darkred")
-            ax.set_xlim(-0.1, width + 0.1)
-            ax.set_ylim(-nrows - (1.5 if oob else 0.1), 0.1)
-            ax.set_aspect("equal")
+    for r, (name, kinds) in enumerate(rows):
+        for c in range(ncols):
+            ax = axes[r][c]
             ax.axis("off")
-            extra = f", {len(oob)} out of bounds (red, @index)" if oob else ""
-            ax.set_title(f"{name} {tuple(arr.shape)} {arr.dtype}: {kind}s{extra}", fontsize=8)
-    fig.suptitle(title or f"who touched what: grid {trace.grid[0]} blocks x {trace.block[0]} threads "
+            if c < len(kinds):
+                _panel(ax, trace, name, kinds[c], cols, hl, expected.get(name))
+    fig.suptitle(title or f"who touched what: {trace.grid[0]} block(s) x {trace.block[0]} threads "
                  "(cell label: block,thread)", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _panel(ax, trace, name, kind, cols, hl, mask):
+    import matplotlib.patches as patches
+
+    arr = trace.arrays[name]
+    width = cols or (arr.shape[-1] if arr.ndim > 1 else min(arr.size, 16))
+    nrows = _grid_rows(arr, cols)
+    cells: dict = {}
+    for a in trace.of(name, None if kind == "expected" else kind):
+        cells.setdefault(a.index, []).append(a)
+    for i in range(arr.size):
+        y, x = divmod(i, width)
+        if kind == "expected":
+            acc, face = [], ("silver" if mask.reshape(-1)[i] else "white")
+        else:
+            acc = cells.get(i, [])
+            face = thread_colour(acc[0], trace) if acc else "white"
+        twice = kind == "write" and len({(a.block, a.thread) for a in acc}) > 1
+        red = (name, i) in hl or twice
+        ax.add_patch(patches.Rectangle((x, -y), 1, -1, facecolor=face, edgecolor="red" if red else "gray",
+                                       linewidth=2 if red else 0.5, alpha=0.85))
+        if acc:
+            label = "\n".join(f"{b},{t}" for b, t in sorted({(a.block[0], a.thread[0]) for a in acc})[:2])
+            ax.text(x + 0.5, -y - 0.5, label, ha="center", va="center", fontsize=6)
+    oob = sorted(i for i in cells if not (0 <= i < arr.size)) if kind != "expected" else []
+    for j, i in enumerate(oob[:width]):
+        a = cells[i][0]
+        ax.add_patch(patches.Rectangle((j, -nrows - 0.3), 1, -1, facecolor="mistyrose", edgecolor="red",
+                                       linewidth=1.5))
+        ax.text(j + 0.5, -nrows - 0.8, f"{a.block[0]},{a.thread[0]}\n@{i}", ha="center", va="center",
+                fontsize=6, color="darkred")
+    ax.set_xlim(-0.1, width + 0.1)
+    ax.set_ylim(-nrows - (1.5 if oob else 0.1), 0.1)
+    ax.set_aspect("equal")
+    what = {"read": "reads", "write": "writes", "expected": "the reference changes (grey)"}[kind]
+    extra = f"; {len(oob)} past the end (red, @index)" if oob else ""
+    ax.set_title(f"{name} {list(arr.shape)} {arr.dtype}: {what}{extra}", fontsize=8)
 
 
 def _grid_rows(arr: np.ndarray, cols) -> int:
