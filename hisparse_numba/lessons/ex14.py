@@ -41,6 +41,14 @@ def arena(a: np.ndarray) -> np.ndarray:
     return back[:a.size].reshape(a.shape)
 
 
+def _to_device_arena(a: np.ndarray):
+    """``a`` on the device, keeping the spare half of its arena behind it."""
+    root = a.base
+    if root is None or root.size != 2 * a.size:
+        return device.to_device(a)
+    return device.to_device(root)[:a.size].reshape(a.shape)
+
+
 def _is_stub(fn) -> bool:
     try:
         return "raise NotImplementedError" in inspect.getsource(getattr(fn, "py_func", fn))
@@ -58,7 +66,7 @@ def launch(kernel, grid, block, args: dict, *, stub_of=None):
     if not device.SIMULATOR:
         if _is_stub(stub_of):                 # a GPU kernel cannot raise: look at the source instead
             raise NotYet("the stub still raises NotImplementedError: fill it in")
-        dev = {k: device.to_device(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
+        dev = {k: _to_device_arena(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
         learner_call(device.launch, kernel, grid, block, *dev.values())
         device.synchronize()
         for k, v in dev.items():

@@ -12,7 +12,7 @@ def gather_words(src_words, dst_words, src_locs, dst_locs, words_per_item):
 ex14.check_gather_guard(gather_words)
 
 # exercise: 14-b
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def copy_item_dev(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
     src = src_loc * words_per_item
     dst = dst_loc * words_per_item
@@ -25,7 +25,7 @@ def copy_item_dev(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, 
 ex14.check_chunk_loop(copy_item_dev)
 
 # exercise: 14-c
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def find_slot_dev(tags, r, hot_buffer_size, position):
     for s in range(hot_buffer_size):     # not column hot_buffer_size: that is the newest token's
         if tags[r, s] == position:
@@ -62,7 +62,7 @@ ex14.check_miss_scan(number_misses)
 # exercise: 14-e
 from hisparse_numba.kv_canary.hashing import splitmix64_device
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def mix3_dev(prev_hash, token, position):
     acc = splitmix64_device(np.uint64(prev_hash))
     acc = splitmix64_device(acc ^ np.uint64(token))       # int64 ^ uint64 would not be a uint64

@@ -52,7 +52,7 @@ def gather_stub(src_words, dst_words, src_locs, dst_locs, words_per_item):
 # b: the 16-byte chunk loop
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def chunks_right(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
     w = 2 * lane
     while w < words_per_item:
@@ -61,7 +61,7 @@ def chunks_right(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, n
         w += 2 * num_lanes
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def chunks_by_word(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
     w = lane                                 # 8-byte words, not 16-byte chunks: bytes right, chunks split
     while w < words_per_item:
@@ -69,7 +69,7 @@ def chunks_by_word(src_words, src_loc, dst_words, dst_loc, words_per_item, lane,
         w += num_lanes
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def chunks_step_one(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
     w = 2 * lane                             # every lane walks on to the end: chunks copied several times
     while w < words_per_item:
@@ -78,7 +78,7 @@ def chunks_step_one(src_words, src_loc, dst_words, dst_loc, words_per_item, lane
         w += 2
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def chunks_one_round(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
     w = 2 * lane                             # one chunk per lane: the fifth chunk never moves
     if w < words_per_item:
@@ -89,7 +89,7 @@ def chunks_one_round(src_words, src_loc, dst_words, dst_loc, words_per_item, lan
 # c: the hit test
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def find_right(tags, r, hot_buffer_size, position):
     for s in range(hot_buffer_size):
         if tags[r, s] == position:
@@ -97,7 +97,7 @@ def find_right(tags, r, hot_buffer_size, position):
     return -1
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def find_including_newest_column(tags, r, hot_buffer_size, position):
     for s in range(hot_buffer_size + 1):
         if tags[r, s] == position:
@@ -105,7 +105,7 @@ def find_including_newest_column(tags, r, hot_buffer_size, position):
     return -1
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def find_request_zero(tags, r, hot_buffer_size, position):
     for s in range(hot_buffer_size):
         if tags[0, s] == position:
@@ -113,7 +113,7 @@ def find_request_zero(tags, r, hot_buffer_size, position):
     return -1
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def find_returns_last_slot(tags, r, hot_buffer_size, position):
     s = 0
     while s < hot_buffer_size - 1 and tags[r, s] != position:
@@ -210,27 +210,27 @@ def scan_total_from_thread_zero(is_miss, miss_rank, miss_total):
 # e: the chain step
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def mix3_right(a, b, c):
     acc = splitmix64_device(np.uint64(a))
     acc = splitmix64_device(acc ^ np.uint64(b))
     return splitmix64_device(acc ^ np.uint64(c))
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def mix3_xor_first(a, b, c):
     acc = splitmix64_device(np.uint64(a) ^ np.uint64(b))
     return splitmix64_device(acc ^ np.uint64(c))
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def mix3_position_first(a, b, c):
     acc = splitmix64_device(np.uint64(a))
     acc = splitmix64_device(acc ^ np.uint64(c))
     return splitmix64_device(acc ^ np.uint64(b))
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def mix3_no_cast(a, b, c):
     acc = splitmix64_device(np.uint64(a))
     acc = splitmix64_device(acc ^ b)         # uint64 ^ int64: not a uint64 any more

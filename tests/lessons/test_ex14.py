@@ -79,3 +79,29 @@ def test_hit_reference_agrees_with_the_cases():
 def test_miss_numbers_reference():
     rank, total = ex14.miss_numbers_reference([0, 1, 1, 0, 1])
     assert rank.tolist() == [-1, 0, 1, -1, 2] and total.tolist() == [3]
+
+
+def test_right_answers_compile_for_the_gpu():
+    """The puzzles' right answers (and the checkers' kernels around them) compile to PTX for sm_90."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = """
+import matplotlib; matplotlib.use("Agg")
+from hisparse_numba import device
+from hisparse_numba.lessons import ex14
+from tests.lessons import puzzle_kernels as k
+for check, kernel in [(ex14.check_gather_guard, k.gather_right), (ex14.check_chunk_loop, k.chunks_right),
+                      (ex14.check_hit_test, k.find_right), (ex14.check_miss_scan, k.scan_right),
+                      (ex14.check_chain_step, k.mix3_right), (ex14.check_verify_capacity, k.capacity_right)]:
+    check(kernel)
+print("compiled", len(device.compiled_signatures))
+"""
+    env = dict(os.environ, HISPARSE_NUMBA_BACKEND="compile-only", PYTHONPATH=str(root))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "raised" not in out.stdout and "compiled 6" in out.stdout, out.stdout
