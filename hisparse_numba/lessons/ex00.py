@@ -39,10 +39,11 @@ def learner_call(fn, *args, **kwargs):
     except NotImplementedError as err:
         raise NotYet(str(err)) from None
     except Exception as err:  # noqa: BLE001 - any error in the learner's code is theirs to see
-        raise LearnerError(f"your code raised {type(err).__name__}: {err}{_where(fn, err)}") from None
+        raise LearnerError(f"your code raised {type(err).__name__}: {err}{learner_line(fn, err)}") from None
 
 
-def _where(fn, err) -> str:
+def learner_line(fn, err) -> str:
+    """`` (line N of your cell)`` for the deepest frame of ``err`` in ``fn``'s source, else ``""``."""
     code = getattr(getattr(fn, "py_func", fn), "__code__", None)
     if code is None:
         return ""

@@ -27,7 +27,7 @@ from ..hisparse.gather import gather_to_hot_buffer_reference
 from ..kv_canary.examples import plan_problem, run_plan
 from ..kv_canary.hashing import mix3, to_signed64
 from . import threadviz
-from .ex00 import LearnerError, NotYet, learner_call, verdict
+from .ex00 import LearnerError, NotYet, learner_line, verdict
 
 
 # --- running the learner's kernel -------------------------------------------------------------
@@ -63,33 +63,24 @@ def launch(kernel, grid, block, args: dict, *, stub_of=None):
     other exceptions become ``NotYet`` / ``LearnerError`` naming the line of their cell.
     """
     stub_of = stub_of or kernel
-    if not device.SIMULATOR:
-        if _is_stub(stub_of):                 # a GPU kernel cannot raise: look at the source instead
-            raise NotYet("the stub still raises NotImplementedError: fill it in")
+    if not device.SIMULATOR and _is_stub(stub_of):      # a GPU kernel cannot raise: read its source
+        raise NotYet("the stub still raises NotImplementedError: fill it in")
+    try:
+        if device.SIMULATOR:
+            arrays = [k for k, v in args.items() if isinstance(v, np.ndarray)]
+            return threadviz.record(kernel, grid, block, *args.values(), names=arrays)
         dev = {k: _to_device_arena(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
-        learner_call(device.launch, kernel, grid, block, *dev.values())
+        device.launch(kernel, grid, block, *dev.values())   # compiling it may raise a typing error
         device.synchronize()
         for k, v in dev.items():
-            if isinstance(v, device.xp.ndarray):
+            if isinstance(v, np.ndarray) or (device.xp is not np and isinstance(v, device.xp.ndarray)):
                 args[k][...] = device.to_host(v)
         return None
-    arrays = [k for k, v in args.items() if isinstance(v, np.ndarray)]
-    try:
-        return threadviz.record(kernel, grid, block, *args.values(), names=arrays)
     except NotImplementedError as err:
         raise NotYet(str(err).split(": ", 1)[-1]) from None
     except Exception as err:  # noqa: BLE001 - an error inside the learner's kernel is theirs
         raise LearnerError(f"your kernel raised {type(err).__name__}: {err}"
-                           f"{_line_in(stub_of, err)}") from None
-
-
-def _line_in(fn, err) -> str:
-    import traceback
-
-    code = getattr(getattr(fn, "py_func", fn), "__code__", None)
-    lines = [f.lineno for f in traceback.extract_tb(err.__traceback__)
-             if code is not None and f.filename == code.co_filename]
-    return f" (line {lines[-1]} of your cell)" if lines else ""
+                           f"{learner_line(stub_of, err)}") from None
 
 
 def where(trace, name: str, index: int, describe) -> str:
@@ -104,7 +95,8 @@ def where(trace, name: str, index: int, describe) -> str:
 
 
 def compare(trace, name: str, got: np.ndarray, want: np.ndarray, describe, show=lambda v: f"{v}"):
-    """``None`` when ``got`` equals ``want`` byte for byte, else a message about the first difference."""
+    """``None`` when ``got`` equals ``want`` byte for byte, else ``(message about the first
+    difference, flat indices of every differing element)``."""
     g, w = got.reshape(-1), want.reshape(-1)
     bad = np.flatnonzero((g.view(np.uint8).reshape(g.size, -1) != w.view(np.uint8).reshape(w.size, -1)).any(axis=1))
     if bad.size == 0:
