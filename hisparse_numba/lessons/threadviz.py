@@ -217,7 +217,9 @@ def _panel(ax, trace, name, kind, cols, hl, mask):
         ax.add_patch(patches.Rectangle((x, -y), 1, -1, facecolor=face, edgecolor="red" if red else "gray",
                                        linewidth=2 if red else 0.5, alpha=0.85))
         if acc:
-            label = "\n".join(f"{b},{t}" for b, t in sorted({(a.block[0], a.thread[0]) for a in acc})[:2])
+            who = sorted({(a.block[0], a.thread[0]) for a in acc})
+            label = "\n".join(f"{b},{t}" for b, t in who) if len(who) <= 2 else \
+                f"{who[0][0]},{who[0][1]}..\n{who[-1][0]},{who[-1][1]}\n({len(who)})"
             ax.text(x + 0.5, -y - 0.5, label, ha="center", va="center", fontsize=6)
     oob = sorted(i for i in cells if not (0 <= i < arr.size)) if kind != "expected" else []
     for j, i in enumerate(oob[:width]):
