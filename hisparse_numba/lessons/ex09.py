@@ -1,4 +1,5 @@
-"""Checker for lesson 09 (hot_buffer_size >= num_top_k): predict where the misses go."""
+"""Lesson 09 (hot_buffer_size >= num_top_k): predict where the misses go (checker) and the lesson's
+figure. Lesson 00 uses the same checker until its own module takes it over."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np
 
 from ..hisparse.examples import copy_problem
 from ..hisparse.swap_in import load_cache_to_device_buffer_mla_reference
+from .common import figure, show
 
 
 def miss_slots_and_lru(problem: dict, row: int = 0):
@@ -39,3 +41,24 @@ def check(problem: dict, miss_slots, lru_after) -> bool:
         print(f"wrong: lru_slots does not become {list(lru_after)} (hint: unused evictable slots first, "
               "then the slots just filled, in miss order, then the hits)")
     return False
+
+
+def draw_lanes(tokens, rows, row_tokens, title: str = "") -> None:
+    """Lanes (the selected tokens) on the left, device rows on the right, one arrow per lane to the
+    row it reads; red when several lanes share a row, or when the row holds another token's KV."""
+    tokens, rows, row_tokens = (np.asarray(a).reshape(-1) for a in (tokens, rows, row_tokens))
+    fig, (ax,) = figure(6, 0.42 * max(len(tokens), len(row_tokens)) + 1)
+    shared = {int(r) for r in rows if (rows == r).sum() > 1}
+    for lane, (token, row) in enumerate(zip(tokens.tolist(), rows.tolist())):
+        bad = row in shared or row_tokens[row] != token
+        ax.annotate("", xy=(1, row), xytext=(0, lane),
+                    arrowprops=dict(arrowstyle="->", color="#e8604c" if bad else "#4a90d9", lw=1.5))
+        ax.text(-0.05, lane, f"lane {lane}: token {token}", ha="right", va="center", fontsize=8)
+    for row, held in enumerate(row_tokens.tolist()):
+        ax.text(1.05, row, f"row {row}: holds token {held:g}", ha="left", va="center", fontsize=8,
+                color="#e8604c" if row in shared else "black")
+    ax.set_xlim(-0.9, 1.9)
+    ax.set_ylim(max(len(tokens), len(row_tokens)) - 0.5, -0.5)
+    ax.axis("off")
+    ax.set_title(title or "which device row each lane reads (red: shared or wrong KV)", fontsize=9)
+    show(fig)
