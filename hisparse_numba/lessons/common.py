@@ -329,7 +329,14 @@ def draw_grid(ax, values, *, colors=None, title: str = "", row_labels=None, col_
     if col_labels is not None:
         ax.set_xticks(range(values.shape[1]))
         ax.set_xticklabels(col_labels, fontsize=7)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(wrap_title(ax, title), fontsize=9)
+
+
+def wrap_title(ax, title: str) -> str:
+    """``title`` broken into lines that fit the width of ``ax``'s figure."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(title, max(30, int(ax.figure.get_figwidth() * 11))))
 
 
 def draw_guarded_row(arena, owned: int, label: str, title: str = "", fill=-1) -> None:
@@ -339,7 +346,7 @@ def draw_guarded_row(arena, owned: int, label: str, title: str = "", fill=-1) ->
     colors = np.zeros(a.shape, int)
     colors[0, :owned] = 1
     colors[0, owned:][a[0, owned:] != fill] = 2
-    fig, (ax,) = figure(min(1.0 + 0.5 * a.shape[1], 10), 1.3)
+    fig, (ax,) = figure(min(max(6.0, 1.0 + 0.6 * a.shape[1]), 10), 1.6)
     draw_grid(ax, a, colors=colors, row_labels=[label],
               col_labels=[f"[{i}]" + ("" if i < owned else "\nguard") for i in range(a.shape[1])],
               title=title or "blue: the buffer the caller allocated; red: writes past it, into the next allocation")

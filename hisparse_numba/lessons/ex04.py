@@ -34,14 +34,14 @@ def draw_metadata_rows(state_steps: int, call_steps: int, top_k: int, requests: 
     per_row = unit * state_steps
     need = unit * call_steps
     cols = requests * per_row + max(0, need - per_row)
-    owner = np.zeros((1, cols), int)
+    owner = np.full((1, cols), -1)
     colors = np.zeros((1, cols), int)
     for r in range(requests):
         owner[0, r * per_row:(r + 1) * per_row] = r
         colors[0, r * per_row:r * per_row + min(need, per_row)] = 1
     for r in range(requests):
         colors[0, (r + 1) * per_row:min(r * per_row + need, cols)] = 2
-    fig, (ax,) = figure(9, 1.4)
+    fig, (ax,) = figure(9, 1.8)
     draw_grid(ax, owner, colors=colors, annotate=cols <= 60, row_labels=["owner"],
               title=f"scratch_state rows built for {state_steps} steps; a {call_steps}-step call writes "
                     f"{need} x top_k words per request (red: into the next request's row or past the end)")

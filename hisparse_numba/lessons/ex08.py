@@ -70,7 +70,7 @@ def draw_replay(reused_rows, overwritten: dict) -> None:
     reused_rows = list(reused_rows)
     labels = list(overwritten)
     colors = np.array([[2 if r in overwritten[n] else 3 for r in reused_rows] for n in labels])
-    fig, (ax,) = figure(1.5 + 0.6 * len(reused_rows), 0.5 * len(labels) + 1.2)
+    fig, (ax,) = figure(max(6.0, 2.5 + 0.6 * len(reused_rows)), 0.5 * len(labels) + 1.4)
     draw_grid(ax, np.array([reused_rows] * len(labels)), colors=colors,
               row_labels=[f"replay with num_real_reqs={n}" for n in labels],
               title="the new request's device rows: red = overwritten by a stale plan row, green = intact")

@@ -246,7 +246,7 @@ def draw_slots(watch, corrupted_rows, flagged_rows, title: str = "") -> None:
             rows[r, i] = row
             colors[r, i] = {(False, False): 3, (True, True): 2, (True, False): 4, (False, True): 1}[
                 (row in corrupted, row in flagged)]
-    fig, (ax,) = figure(8, 0.6 * len(watch) + 1.1)
+    fig, (ax,) = figure(8, 0.6 * len(watch) + 1.3)
     draw_grid(ax, rows, colors=colors, row_labels=[f"request {r}" for r in range(len(watch))],
               title=title or "watched rows: green correct, red corrupted + flagged, yellow corrupted + missed, "
                              "blue flagged only")
