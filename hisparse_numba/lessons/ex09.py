@@ -7,7 +7,7 @@ import numpy as np
 
 from ..hisparse.examples import copy_problem
 from ..hisparse.swap_in import load_cache_to_device_buffer_mla_reference
-from .common import figure, show
+from .common import Verdict, checker, figure, show, wrong
 
 
 def miss_slots_and_lru(problem: dict, row: int = 0):
@@ -26,21 +26,24 @@ def miss_slots_and_lru(problem: dict, row: int = 0):
     return [row_of_slot[int(d)] for d in dst], p["lru_slots"][rid, :h].tolist()
 
 
+@checker
 def check(problem: dict, miss_slots, lru_after) -> bool:
-    """Print right or wrong for a prediction of the misses' slots and the new LRU order."""
+    """Print right, wrong or not yet for a prediction of the misses' slots and the new LRU order."""
+    if miss_slots is ... or lru_after is ...:
+        raise Verdict("not yet", "replace ... with your prediction")
+    try:
+        miss_slots, lru_after = [int(s) for s in miss_slots], [int(s) for s in lru_after]
+    except (TypeError, ValueError):
+        wrong("miss_slots and lru_after must be lists of slot numbers")
     want_slots, want_lru = miss_slots_and_lru(problem)
-    slots_ok = [int(s) for s in miss_slots] == want_slots
-    lru_ok = [int(s) for s in lru_after] == want_lru
-    if slots_ok and lru_ok:
-        print(f"right: the misses take slots {want_slots} and lru_slots becomes {want_lru}")
-        return True
-    if not slots_ok:
-        print(f"wrong: the misses do not take slots {list(miss_slots)} (hint: the m-th miss, in lane "
-              "order, takes the m-th least recently used slot that holds no selected position)")
-    else:
-        print(f"wrong: lru_slots does not become {list(lru_after)} (hint: unused evictable slots first, "
-              "then the slots just filled, in miss order, then the hits)")
-    return False
+    if miss_slots != want_slots:
+        wrong(f"the misses do not take slots {miss_slots} (hint: the m-th miss, in lane order, takes the "
+              "m-th least recently used slot that holds no selected position)")
+    if lru_after != want_lru:
+        wrong(f"lru_slots does not become {lru_after} (hint: unused evictable slots first, then the slots "
+              "just filled, in miss order, then the hits)")
+    print(f"right: the misses take slots {want_slots} and lru_slots becomes {want_lru}")
+    return True
 
 
 def draw_lanes(tokens, rows, row_tokens, title: str = "") -> None:

@@ -66,3 +66,11 @@ def test_ex09_more_wrong_predictions(capsys):
         assert not ex09.check(p, slots, lru)
         out = _said(capsys, "wrong")
         assert ("slots" in out) and ("hint" in out)
+
+
+def test_ex09_placeholders_and_junk(capsys):
+    p = lesson09_problem()
+    assert not ex09.check(p, ..., ...)
+    _said(capsys, "not yet")
+    assert not ex09.check(p, "0 1 3 5", [0, 1, 3, 5, 2, 4])
+    assert "lists of slot numbers" in _said(capsys, "wrong")
