@@ -71,4 +71,6 @@ def draw_replay(reused_rows, overwritten: dict) -> None:
     draw_grid(ax, np.array([reused_rows] * len(labels)), colors=colors,
               row_labels=[f"replay with num_real_reqs={n}" for n in labels],
               title="the new request's device rows: red = overwritten by a stale plan row, green = intact")
+    ax.set_xticks([])
+    ax.set_xlabel("device row (the number in each cell)")
     show(fig)
