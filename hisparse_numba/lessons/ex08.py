@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import device
 from ..hisparse.miss_plan import alloc_miss_plan
 from ..hisparse.spec_examples import host_copy
 from ..hisparse.speculative import check_speculative, load_cache_to_device_buffer_spec_mla_reference
