@@ -7,7 +7,8 @@ import numpy as np
 from ..hisparse.miss_plan import alloc_miss_plan
 from ..hisparse.spec_examples import host_copy
 from ..hisparse.speculative import check_speculative, load_cache_to_device_buffer_spec_mla_reference
-from .common import PLAN_KEYS, checker, draw_grid, figure, launcher_says, learner_call, report, show, spec_problem, wrong
+from .common import (PLAN_KEYS, checker, draw_grid, figure, launcher_says, learner_call, report, show, spec_problem,
+                     wrong)
 
 CASES = ((3, 2), (4, 2), (2, 1))   # (batch, num_real)
 
