@@ -1,27 +1,12 @@
-"""Lesson 06 (a partial miss plan): two decode steps and the exercise checker."""
+"""Lesson 06 (a partial miss plan): the stale-row finder, the exercise checker and the lesson's figure."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import device
-from ..hisparse.examples import new_queries, to_host_problem
-from .ex05 import PLAN_KEYS, _report, run_both, same, small_problem
-
-
-def next_step(after, seed: int = 1):
-    """The problem of the next decode step, given the (host) problem after a swap-in: the slot
-    tables and LRU order carry over, long rows grow by one token and select new positions."""
-    p = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in after.items()}
-    p.update(miss_src=None, miss_dst=None, miss_count=None)
-    rng = np.random.default_rng(seed)
-    for _ in range(20):  # a random query can need more non-resident positions than exist
-        try:
-            q = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in p.items()}
-            return new_queries(rng, q, grow=True)
-        except ValueError:
-            continue
-    raise RuntimeError("could not draw a valid next step")
+from .common import (PLAN_KEYS, checker, draw_grid, figure, launcher_says, learner_call, report,
+                     run_single_step, same, show, small_problem, wrong)
 
 
 def stale_rows(layer, host_cache, plan, item_size_bytes):
@@ -38,23 +23,35 @@ def stale_rows(layer, host_cache, plan, item_size_bytes):
     return bad
 
 
+@checker
 def check_plan_kwargs(plan_kwargs) -> bool:
-    """Exercise 06: ``plan_kwargs(batch, num_top_k)`` returns a dict to splat into the launcher
+    """Exercise 06-a: ``plan_kwargs(batch, num_top_k)`` returns a dict to splat into the launcher
     (``**plan``) that records the same plan as the reference."""
     problem = small_problem(6)
     batch, k = problem["top_k_tokens"].shape
-    try:
-        plan = dict(plan_kwargs(batch, k))
-        extra = set(plan) - set(PLAN_KEYS)
-        if extra:
-            return _report(False, "", f"the launcher has no keyword {sorted(extra)}")
-        args = [plan.get(name) for name in PLAN_KEYS]
-        got, want = run_both(problem, *args)
-    except ValueError as e:
-        return _report(False, "", f"the launcher rejects the plan: {e}")
-    except Exception as e:
-        return _report(False, "", f"{type(e).__name__}: {e}")
-    if any(a is None for a in args):
-        return _report(False, "", "the call records no plan: a replay would copy last step's items")
-    return _report(same(got, want), "all three plan arrays are passed together and the plan "
-                   "matches the reference", "the plan differs from the reference")
+    answer = learner_call(plan_kwargs, batch, k)
+    if not isinstance(answer, dict):
+        wrong(f"plan_kwargs returned a {type(answer).__name__}; a dict of keywords splats into the call")
+    extra = set(answer) - set(PLAN_KEYS)
+    if extra:
+        wrong(f"the launcher has no keyword {sorted(extra)} (its plan keywords are {', '.join(PLAN_KEYS)})")
+    missing = [name for name in PLAN_KEYS if answer.get(name) is None]
+    if missing == list(PLAN_KEYS):
+        wrong("the call records no plan: a replay would copy last step's items")
+    if missing:
+        wrong(f"{', '.join(missing)} missing: the plan is all three arrays or none "
+              "(a launcher given part of it raises)")
+    got, want = launcher_says(lambda: run_single_step(problem, *(answer[name] for name in PLAN_KEYS)))
+    return report(same(got, want), "all three plan arrays are passed together and the plan "
+                  "matches the reference", "the plan differs from the NumPy reference")
+
+
+def draw_plan_pieces(pieces: dict) -> None:
+    """Which of the three plan arrays a call passes (green) or leaves out (red), one row per call."""
+    names = list(pieces)
+    colors = np.array([[3 if pieces[n][k] else 2 for k in PLAN_KEYS] for n in names])
+    fig, (ax,) = figure(6, 0.5 * len(names) + 1)
+    draw_grid(ax, np.array([["passed" if pieces[n][k] else "missing" for k in PLAN_KEYS] for n in names]),
+              colors=colors, row_labels=names, col_labels=list(PLAN_KEYS),
+              title="a plan is three arrays: all or none")
+    show(fig)

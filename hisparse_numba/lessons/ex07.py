@@ -1,12 +1,13 @@
-"""Lesson 07 (miss_src/miss_dst row strides): sglang's plan addressing and the exercise checker."""
+"""Lesson 07 (miss_src/miss_dst row strides): sglang's plan addressing, the exercise checker and
+the lesson's figure."""
 
 from __future__ import annotations
 
+import numpy as np
 
 from .. import device
-from ..checks import row_stride
 from ..device import cuda
-from .ex05 import _report
+from .common import checker, draw_grid, figure, learner_call, report, show, wrong
 
 
 @cuda.jit
@@ -31,24 +32,45 @@ def write_like_sglang(src_buffer, dst_buffer, stride, plan):
     device.synchronize()
 
 
-def check_strides_match(strides_match) -> bool:
-    """Exercise 07: ``strides_match(miss_src, miss_dst)`` says whether the two plan arrays step
-    through rows alike, as the kernels need it (row strides compared in elements)."""
+def _cases():
     xp = device.xp
     b, k = 3, 8
-    cases = [
+    return [
         ((xp.zeros((b, k), xp.int64), xp.zeros((b, k), xp.int32)), True),
         ((xp.zeros((b, k), xp.int64), xp.zeros((b, 2 * k), xp.int32)[:, :k]), False),  # equal bytes
         ((xp.zeros((b, 2 * k), xp.int64)[:, :k], xp.zeros((b, 2 * k), xp.int32)[:, :k]), True),
         ((xp.zeros((b, 2 * k), xp.int64)[:, :k], xp.zeros((b, k), xp.int32)), False),
         ((xp.zeros((b, k), xp.int64), xp.zeros((b, k // 2), xp.int32)), False),
     ]
-    for (src, dst), expected in cases:
-        try:
-            answer = bool(strides_match(src, dst))
-        except Exception as e:
-            return _report(False, "", f"{type(e).__name__}: {e}")
-        if answer != expected:
-            return _report(False, "", f"for miss_src {tuple(src.shape)} strides {src.strides} and miss_dst "
-                           f"{tuple(dst.shape)} strides {dst.strides} (bytes) the answer is {expected}")
-    return _report(True, "row strides compared in elements, not bytes", "")
+
+
+@checker
+def check_strides_match(strides_match) -> bool:
+    """Exercise 07-a: ``strides_match(miss_src, miss_dst)`` says whether the two plan arrays step
+    through rows alike, as the kernels need it (row strides compared in elements)."""
+    for (src, dst), expected in _cases():
+        answer = learner_call(strides_match, src, dst)
+        if not isinstance(answer, (bool, np.bool_)):
+            wrong(f"strides_match returned {answer!r}; it must return True or False")
+        if bool(answer) != expected:
+            same_bytes = src.strides[0] == dst.strides[0]
+            hint = (" (equal byte strides: an int64 row of 8 and an int32 row of 16 both span 64 bytes, "
+                    "yet the kernel steps both by the same number of elements)") if same_bytes else \
+                   " (.strides is in bytes: divide by .itemsize to compare elements)"
+            wrong(f"for miss_src {tuple(src.shape)} strides {src.strides} and miss_dst {tuple(dst.shape)} "
+                  f"strides {dst.strides} (bytes) the answer is {expected}{hint}")
+    return report(True, "row strides compared in elements, not bytes", "")
+
+
+def draw_strides(src_stride_elems: int, dst_stride_elems: int, src_item: int = 8, dst_item: int = 4,
+                 rows: int = 3) -> None:
+    """Where row ``b`` starts in each plan array, in elements and in bytes."""
+    fig, axes = figure(8, 2.6, nrows=2)
+    for ax, unit in zip(axes, ("elements", "bytes")):
+        s = [b * src_stride_elems * (src_item if unit == "bytes" else 1) for b in range(rows)]
+        d = [b * dst_stride_elems * (dst_item if unit == "bytes" else 1) for b in range(rows)]
+        draw_grid(ax, np.array([s, d]), colors=np.array([[1] * rows, [3 if s == d else 2] * rows]),
+                  row_labels=["miss_src", "miss_dst"], col_labels=[f"row {b}" for b in range(rows)],
+                  title=f"start of each row, in {unit}" + (" (what one kernel stride must match)"
+                                                           if unit == "elements" else ""))
+    show(fig)

@@ -1,6 +1,8 @@
-"""Helpers and checker for lesson 11 (a host KV pool in pageable memory)."""
+"""Lesson 11 (a host KV pool in pageable memory): helpers, the checker and the lesson's figure."""
 
 from __future__ import annotations
+
+from .common import Verdict, checker, figure, report, show, wrong
 
 # Numba's own text (numba-cuda, cudadrv/devicearray.py), emitted on a GPU for every NumPy array
 # argument that is not device memory or mapped pinned memory.
@@ -12,16 +14,40 @@ def bytes_per_launch(pool_nbytes: int, items: int, item_size_bytes: int) -> dict
     return {"pageable": 2 * int(pool_nbytes), "mapped": int(items) * int(item_size_bytes)}
 
 
+@checker
 def check_bytes(copied, needed, *, pool_items: int, item_size_bytes: int, misses: int) -> bool:
-    """``copied``: bytes Numba moves per launch for a NumPy pool; ``needed``: bytes the kernel reads."""
+    """Exercise 11-a. ``copied``: bytes Numba moves per launch for a NumPy pool; ``needed``: bytes
+    the kernel reads from a mapped pool."""
     want = bytes_per_launch(pool_items * item_size_bytes, misses, item_size_bytes)
-    ok_copied, ok_needed = int(copied) == want["pageable"], int(needed) == want["mapped"]
-    if ok_copied and ok_needed:
-        print(f"right: {want['pageable']:,} bytes copied per launch for {want['mapped']:,} bytes used "
-              f"({want['pageable'] // want['mapped']:,}x)")
-        return True
-    if not ok_copied:
-        print("wrong: copied: Numba copies the WHOLE pool to the device before the launch and back after it")
-    if not ok_needed:
-        print("wrong: needed: a mapped pool is read in place: only the missed items cross PCIe")
-    return False
+    if copied is ... or needed is ...:
+        raise Verdict("not yet", "replace ... with a number of bytes")
+    copied, needed = int(copied), int(needed)
+    if copied != want["pageable"]:
+        if copied == want["pageable"] // 2:
+            wrong("copied: that is one direction; Numba copies the pool to the device before the launch "
+                  "AND back after it")
+        if copied == want["mapped"]:
+            wrong("copied: Numba does not know which items the kernel reads: it copies the WHOLE pool")
+        wrong(f"copied: {copied:,} bytes; the pool is {pool_items:,} x {item_size_bytes} bytes, copied both ways")
+    if needed != want["mapped"]:
+        if needed == 2 * want["mapped"]:
+            wrong("needed: the kernel only reads the missed items; nothing is copied back")
+        wrong(f"needed: {needed:,} bytes; a mapped pool is read in place: only the {misses} missed items "
+              "cross PCIe")
+    return report(True, f"{want['pageable']:,} bytes copied per launch for {want['mapped']:,} bytes used "
+                  f"({want['pageable'] // want['mapped']:,}x)", "")
+
+
+def draw_transfers(pool_items: int, item_size_bytes: int, misses: int) -> None:
+    """Bytes over PCIe per launch: pageable pool (copied in and out) vs mapped pool (read in place),
+    log scale."""
+    want = bytes_per_launch(pool_items * item_size_bytes, misses, item_size_bytes)
+    fig, (ax,) = figure(7, 1.6)
+    ax.barh(["pageable (NumPy) pool", "mapped pinned pool"], [want["pageable"], want["mapped"]],
+            color=["#e8604c", "#7ccf7c"])
+    ax.set_xscale("log")
+    for y, v in enumerate((want["pageable"], want["mapped"])):
+        ax.text(v, y, f" {v:,} B", va="center", fontsize=8)
+    ax.set_xlabel(f"bytes over PCIe per launch ({pool_items:,} items of {item_size_bytes} B, {misses} misses)")
+    ax.invert_yaxis()
+    show(fig)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from .. import device
 from ..kv_canary import FailReason
 from ..kv_canary.examples import PlanProblem, run_plan
+from .common import Verdict, checker, figure, report, show, wrong
 
 
 def violations(ctx, start: int = 0) -> list[tuple[int, int, int, str]]:
@@ -40,20 +43,51 @@ def warn_if_verify_skipped(plan, verify_capacity: int) -> bool:
     return False
 
 
-def check_capacity(problem: PlanProblem, answer: int) -> bool:
-    """``answer`` must be the smallest verify_capacity that keeps ``enable == 1`` for ``problem``."""
+@checker
+def check_capacity(problem: PlanProblem, answer) -> bool:
+    """Exercise 12-a: ``answer`` must be the smallest verify_capacity that keeps ``enable == 1``."""
+    if answer is ...:
+        raise Verdict("not yet", "replace ... with a number of entries")
     answer = int(answer)
     if answer < 1:
-        print("wrong: a VerifyPlan needs verify_capacity >= 1")
-        return False
+        wrong("a VerifyPlan needs verify_capacity >= 1")
     enable = int(run_plan(problem, answer, max(problem.bs, 1), kernel=False)["enable"][0])
     smaller = int(run_plan(problem, answer - 1, max(problem.bs, 1), kernel=False)["enable"][0]) \
         if answer > 1 else 0
     if enable == 1 and smaller == 0:
-        print(f"right: {answer} entries (padding rows verify nothing; an SWA row verifies at most the window)")
-        return True
+        return report(True, f"{answer} entries (padding rows verify nothing; an SWA row verifies at most "
+                      "the window)", "")
+    prefixes = [int(x) for x in np.asarray(problem.prefix_lens).tolist()]
+    if answer == sum(prefixes):
+        wrong(f"{answer} counts every row's whole history: a padding row (request row 0) verifies nothing "
+              "and an SWA row only its window")
     if enable == 0:
-        print(f"wrong: with verify_capacity={answer} the plan overflows (enable=0): every step would go unverified")
-    else:
-        print(f"wrong: {answer} works but is not the smallest; count each real row's verified positions")
-    return False
+        wrong(f"with verify_capacity={answer} the plan overflows (enable=0): every step would go unverified")
+    wrong(f"{answer} works but is not the smallest; count each real row's verified positions")
+
+
+def draw_plan_rows(problem: PlanProblem, verify_capacity: int, title: str = "") -> None:
+    """One bar per batch row: its history (light), the positions verify checks (blue: all of a
+    full-attention row, the window of an SWA row, nothing for a padding row), stacked against
+    ``verify_capacity`` (the red line)."""
+    swa = problem.swa_window_size
+    rows = list(zip(np.asarray(problem.req_pool_indices).tolist(), np.asarray(problem.prefix_lens).tolist()))
+    checked = [0 if rid == 0 else (min(p, swa) if swa > 0 else p) for rid, p in rows]
+    fig, (left, right) = figure(9, 1.9, ncols=2)
+    labels = [f"row {b}" + (" (padding)" if rid == 0 else f" (req {rid})") for b, (rid, _) in enumerate(rows)]
+    left.barh(labels, [p for _, p in rows], color="#dddddd", label="history")
+    left.barh(labels, checked, color="#8fbce6", label="verified" + (f" (SWA window {swa})" if swa else ""))
+    left.invert_yaxis()
+    left.legend(fontsize=7, loc="lower right")
+    left.set_title("positions per row", fontsize=9)
+    start = 0
+    for b, n in enumerate(checked):
+        right.barh([0], [n], left=[start], color="#8fbce6" if b % 2 == 0 else "#5a8fc4")
+        start += n
+    right.axvline(verify_capacity, color="#e8604c", linewidth=2)
+    right.text(verify_capacity, 0.45, f" verify_capacity={verify_capacity}", color="#e8604c", fontsize=8)
+    right.set_yticks([])
+    right.set_xlim(0, max(start, verify_capacity) * 1.25 + 1)
+    right.set_title(title or f"the plan: {start} entries needed " +
+                    ("(fits)" if start <= verify_capacity else "(overflows: enable = 0)"), fontsize=9)
+    show(fig)

@@ -35,7 +35,7 @@ from ..kv_canary.hashing import (
     VIOLATION_FIELDS,
     CanaryLaunchTag,
 )
-from .ex05 import _report
+from .common import checker, draw_grid, figure, learner_call, report, show, wrong
 
 SEED = 26  # rows 0 and 1 both take 7 misses: more than top_k // 2
 BATCH, TOP_K, HOT = 3, 8, 16
@@ -75,19 +75,6 @@ def reference_step(problem, host, layer_full):
                                      host_cache=np.asarray(host), device_buffer=layer[1:],
                                      item_size_bytes=want["item_size_bytes"], num_blocks=1, block_size=32)
     return want, layer
-
-
-def sglang_view(arena, batch: int, num_top_k: int, row_stride: int):
-    """``arena`` (a 1-D buffer) addressed the way sglang's kernels address a plan: one base
-    pointer and one row stride in elements, entry ``(b, m)`` at element ``b * row_stride + m``.
-    A ``[batch, num_top_k]`` view; with ``row_stride < num_top_k`` its rows overlap. The arena
-    must hold ``(batch - 1) * row_stride + num_top_k`` elements."""
-    need = (batch - 1) * row_stride + num_top_k
-    if arena.ndim != 1 or arena.shape[0] < need:
-        raise ValueError(f"the arena must be 1-D with >= {need} elements, got shape {tuple(arena.shape)}")
-    item = arena.itemsize
-    return device.xp.lib.stride_tricks.as_strided(arena, shape=(batch, num_top_k),
-                                                  strides=(row_stride * item, item))
 
 
 def token_id(rid: int, position: int) -> int:
@@ -211,18 +198,57 @@ EXERCISE_CASES = [
 ]
 
 
+@checker
 def check_corrupted_rows(corrupted_rows) -> bool:
-    """Exercise 13: ``corrupted_rows(ring, write_index)`` returns the sorted, distinct device rows
+    """Exercise 13-a: ``corrupted_rows(ring, write_index)`` returns the sorted, distinct device rows
     (``slot - 1``) whose real KV bytes no longer match their canary, read from a violation ring
     (``[capacity, 8]`` int64) and its ``[1]`` int32 write index."""
     for rows, stale, expected in EXERCISE_CASES:
         ring, index = _ring(rows, stale=stale)
+        answer = learner_call(corrupted_rows, ring.copy(), index.copy())
         try:
-            answer = [int(x) for x in corrupted_rows(ring.copy(), index.copy())]
-        except Exception as e:  # a learner's bug: report it, do not crash the notebook
-            return _report(False, "", f"{type(e).__name__}: {e}")
-        if answer != expected:
-            return _report(False, "", f"for the ring\n{ring[:max(len(rows) + len(stale), 1)]}\nwith write "
-                           f"index {int(index[0])} the answer is {expected}, got {answer}")
-    return _report(True, "field 1 is the slot, field 7 the bits; only rows below the write index "
-                   "count, only the REAL_KV bit means changed bytes, and device row = slot - 1", "")
+            answer = [int(x) for x in answer]
+        except TypeError:
+            wrong(f"corrupted_rows returned {answer!r}; return a list of device rows")
+        if answer == expected:
+            continue
+        slots = sorted({s for s, _, b in rows if b & _KV})
+        if sorted(set(answer)) == slots and slots:
+            hint = "those are canary slots: device row = slot - 1"
+        elif len(answer) != len(set(answer)):
+            hint = "a row appears twice: return each row once"
+        elif any(s - 1 in answer for s, _, _ in stale):
+            hint = "rows at or past the write index are leftovers, not violations"
+        elif any(s - 1 in answer for s, _, b in rows if not b & _KV):
+            hint = "only the VERIFY_REAL_KV_HASH_MISMATCH bit says the KV bytes changed"
+        elif set(answer) < set(expected):
+            hint = "a row with several bits set still counts when one of them is REAL_KV (test the bit with &)"
+        else:
+            hint = "field 1 is the slot, field 7 the reason bits"
+        shown = ring[:max(len(rows) + len(stale), 1)]
+        wrong(f"{hint}. For the ring\n{shown}\nwith write index {int(index[0])} the answer is {expected}, "
+              f"got {answer}")
+    return report(True, "field 1 is the slot, field 7 the bits; only rows below the write index "
+                  "count, only the REAL_KV bit means changed bytes, and device row = slot - 1", "")
+
+
+def draw_slots(watch, corrupted_rows, flagged_rows, title: str = "") -> None:
+    """The skip layer's watched hot rows, one row of cells per request in position order: green
+    correct, red corrupted and flagged by the canary, yellow corrupted but not flagged, blue
+    flagged but intact. The number is the device row."""
+    width = max(len(req) for req in watch)
+    rows = np.full((len(watch), width), -1)
+    colors = np.zeros((len(watch), width), int)
+    corrupted, flagged = set(corrupted_rows), set(flagged_rows)
+    for r, req in enumerate(watch):
+        for i, (slot, _, _) in enumerate(req):
+            row = slot - 1
+            rows[r, i] = row
+            colors[r, i] = {(False, False): 3, (True, True): 2, (True, False): 4, (False, True): 1}[
+                (row in corrupted, row in flagged)]
+    fig, (ax,) = figure(8, 0.6 * len(watch) + 1.3)
+    draw_grid(ax, rows, colors=colors, row_labels=[f"request {r}" for r in range(len(watch))],
+              title=title or "watched rows: green correct, red corrupted + flagged, yellow corrupted + missed, "
+                             "blue flagged only")
+    ax.set_xlabel("hot rows of the request, in position order (number: device row)")
+    show(fig)

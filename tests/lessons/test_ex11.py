@@ -1,0 +1,27 @@
+"""Lesson 11's checker: bytes over PCIe per launch, pageable vs mapped."""
+
+import pytest
+
+from hisparse_numba.lessons import ex11
+from tests.lessons.verdicts import assert_verdict
+
+KW = dict(pool_items=100_000, item_size_bytes=1152, misses=256)
+POOL = 100_000 * 1152
+
+
+@pytest.mark.parametrize("copied,needed,word,names", [
+    (2 * POOL, 256 * 1152, "right", ()),
+    (POOL, 256 * 1152, "wrong", ("one direction",)),
+    (256 * 1152, 256 * 1152, "wrong", ("WHOLE pool",)),
+    (2 * POOL, 2 * 256 * 1152, "wrong", ("nothing is copied back",)),
+    (2 * POOL, POOL, "wrong", ("read in place",)),
+    (..., ..., "not yet", ("replace ...",)),
+])
+def test_check_bytes(capsys, copied, needed, word, names):
+    assert_verdict(capsys, ex11.check_bytes(copied, needed, **KW), word, *names)
+
+
+def test_ex11_warning_text_matches_the_catalogue():
+    from hisparse_numba import errors
+
+    assert errors.explain(ex11.HOST_COPY_WARNING)[0].lesson == "11"
