@@ -113,10 +113,13 @@ def snap(kw: dict) -> dict:
 
 
 def run_both(ours, theirs, call: str, kw_ours: dict, kw_theirs: dict):
-    getattr(ours, call)(kw_ours)
-    getattr(theirs, call)(kw_theirs)
-    ours.synchronize()
-    theirs.synchronize()
+    """Each side in turn, synchronised, so that a fault names the side that made it."""
+    for side, kw in ((ours, kw_ours), (theirs, kw_theirs)):
+        try:
+            getattr(side, call)(kw)
+            side.synchronize()
+        except Exception as e:
+            raise RuntimeError(f"{side.name} {call} failed: {type(e).__name__}: {e}") from e
 
 
 # --- single-step -------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ are not usable here (the reason is printed).
 
 from __future__ import annotations
 
+import sys
+import time
 import traceback
 
 from .cases import (CaseResult, Sizes, canary_pipeline_case, canary_plan_case, handoff_case,
@@ -32,34 +34,48 @@ def add_arguments(parser) -> None:
     parser.add_argument("--iters", type=int, default=20, help="timed calls per side")
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--out", help="also write the Markdown report to this file")
+    parser.add_argument("--cases", default=",".join(CASE_GROUPS),
+                        help=f"comma-separated groups among {', '.join(CASE_GROUPS)} (default: all)")
 
 
-def run_cases(ours, theirs, sizes: Sizes, seed: int, plan_problems: int) -> list:
-    """Every case; a case that raises becomes a result carrying the error."""
-    jobs = [("single-step swap-in", lambda: single_step_case(ours, theirs, sizes, seed))]
-    for i, regime in enumerate(sizes.regimes):
-        jobs.append((f"speculative, {regime}",
-                     lambda r=regime, i=i: spec_case(ours, theirs, sizes, r, seed + 10 * i)))
-    jobs += [("speculative state handover", lambda: handoff_case(ours, theirs, sizes, seed)),
-             ("kv-canary plan", lambda: canary_plan_case(ours, theirs, seed, plan_problems)),
-             ("kv-canary write + verify", lambda: canary_pipeline_case(ours, theirs, seed))]
+CASE_GROUPS = ("single", "spec", "handoff", "canary", "timing")
+
+
+def run_cases(ours, theirs, sizes: Sizes, seed: int, plan_problems: int, groups=CASE_GROUPS) -> list:
+    """The cases of the chosen groups; a case that raises becomes a result carrying the error."""
+    jobs = []
+    if "single" in groups:
+        jobs.append(("single-step swap-in", lambda: single_step_case(ours, theirs, sizes, seed)))
+    if "spec" in groups:
+        for i, regime in enumerate(sizes.regimes):
+            jobs.append((f"speculative, {regime}",
+                         lambda r=regime, i=i: spec_case(ours, theirs, sizes, r, seed + 10 * i)))
+    if "handoff" in groups:
+        jobs.append(("speculative state handover", lambda: handoff_case(ours, theirs, sizes, seed)))
+    if "canary" in groups:
+        jobs += [("kv-canary plan", lambda: canary_plan_case(ours, theirs, seed, plan_problems)),
+                 ("kv-canary write + verify", lambda: canary_pipeline_case(ours, theirs, seed))]
     results = []
     for name, job in jobs:
+        t0 = time.perf_counter()
         try:
             results.append(job())
         except Exception as e:  # noqa: BLE001 - reported, the other cases still run
-            tb = traceback.format_exc().strip().splitlines()
-            results.append(CaseResult(name, "-", error=f"{type(e).__name__}: {e} ({tb[-3].strip()})"))
+            tb = traceback.format_exc()
+            where = [ln.strip() for ln in tb.splitlines() if ln.strip().startswith("File ")][-1:]
+            results.append(CaseResult(name, "-", error=f"{type(e).__name__}: {e} ({' '.join(where)})"))
+            print(tb, file=sys.stderr)
+        r = results[-1]
+        print(f"[parity] {name}: {'ok' if r.ok else 'NOT OK'} ({time.perf_counter() - t0:.1f} s)"
+              + "".join(f"\n    {c.name}: {c.detail}" for c in r.checks if not c.ok), file=sys.stderr,
+              flush=True)
     return results
 
 
 def timings(ours, theirs, sizes: Sizes, seed: int, iters: int) -> list:
     """(operation, ours ms, sglang ms, ours host ms, sglang host ms) rows."""
-    rows = []
-    p = single_step_problem(sizes, seed)
-    t = time_pair(ours, theirs, "swap_in", p, iters)
-    rows.append(("single-step swap-in", t[ours.name], t[theirs.name]))
     import numpy as np
+    rows = []
 
     from ..hisparse.spec_examples import set_selection
     for regime in list(sizes.regimes)[:3]:
@@ -69,6 +85,9 @@ def timings(ours, theirs, sizes: Sizes, seed: int, iters: int) -> list:
                       np.full(sizes.batch * sizes.steps, sizes.positions))
         t = time_pair(ours, theirs, "spec", kw, iters)
         rows.append((f"speculative, {regime}", t[ours.name], t[theirs.name]))
+    p = single_step_problem(sizes, seed)
+    t = time_pair(ours, theirs, "swap_in", p, iters)
+    rows.append(("single-step swap-in", t[ours.name], t[theirs.name]))
     return rows
 
 
@@ -113,9 +132,14 @@ def run(args, theirs=None) -> int:
         theirs = SglangSide()
     ours = OursSide()
     sizes = Sizes.small() if args.small else Sizes.gpu()
-    results = run_cases(ours, theirs, sizes, args.seed, args.plan_problems)
+    groups = [g.strip() for g in args.cases.split(",") if g.strip()]
+    unknown = sorted(set(groups) - set(CASE_GROUPS))
+    if unknown:
+        print(f"hisparse-numba parity: unknown --cases {', '.join(unknown)} (choose among {', '.join(CASE_GROUPS)})")
+        return 2
+    results = run_cases(ours, theirs, sizes, args.seed, args.plan_problems, groups)
     timing_rows = []
-    if not args.no_timing and device.backend() == "cuda":
+    if "timing" in groups and not args.no_timing and device.backend() == "cuda":
         try:
             timing_rows = timings(ours, theirs, sizes, args.seed, args.iters)
         except Exception as e:  # noqa: BLE001
