@@ -118,33 +118,47 @@ def spec_slot_checks(ours: dict, theirs: dict, before: dict, item_words: int) ->
     if "miss_count" in before:
         checks.append(Check("miss_count", np.array_equal(ours["miss_count"], theirs["miss_count"]),
                             _first_diff(ours["miss_count"], theirs["miss_count"])))
-    hits, miss_locs, resident, ref_epochs, scratch, src, dst = (True,) * 7
+    # per check: [requests that differ, elements only on our side, elements only on sglang's]
+    tally = {k: [0, 0, 0] for k in ("hits", "miss", "resident", "epochs", "scratch", "src", "dst")}
+
+    def count(key, x, y, how="set"):
+        if how != "set":       # "exact": element by element; "multiset": after sorting
+            x, y = (np.asarray(x), np.asarray(y)) if how == "exact" else (np.sort(x), np.sort(y))
+            only_x = only_y = int(np.sum(x != y))
+        else:
+            x, y = set(np.asarray(x).tolist()), set(np.asarray(y).tolist())
+            only_x, only_y = len(x - y), len(y - x)
+        if only_x or only_y:
+            t = tally[key]
+            t[0], t[1], t[2] = t[0] + 1, t[1] + only_x, t[2] + only_y
+
     for b, rid in _rows(before):
         was = before["device_buffer_tokens"][rid, :hot]
         tok = before["top_k_tokens"][b]
         hit = np.isin(tok, was[was >= 0]) & (out_o[b] >= 0) & (out_t[b] >= 0)
-        hits &= np.array_equal(out_o[b][hit], out_t[b][hit])
+        count("hits", out_o[b][hit], out_t[b][hit], how="exact")
         miss = ~np.isin(tok, was[was >= 0])
-        miss_locs &= set(out_o[b][miss].tolist()) == set(out_t[b][miss].tolist())
-        resident &= np.array_equal(np.sort(ours["device_buffer_tokens"][rid, :hot]),
-                                   np.sort(theirs["device_buffer_tokens"][rid, :hot]))
-        ref_epochs &= np.array_equal(np.sort(ours["state.cache_policy"][rid + 1]),
-                                     np.sort(theirs["state.cache_policy"][rid + 1]))
-        scratch &= set(ours["state.scratch_locs"][rid].tolist()) == set(theirs["state.scratch_locs"][rid].tolist())
+        count("miss", out_o[b][miss], out_t[b][miss])
+        count("resident", ours["device_buffer_tokens"][rid, :hot], theirs["device_buffer_tokens"][rid, :hot])
+        count("epochs", ours["state.cache_policy"][rid + 1], theirs["state.cache_policy"][rid + 1], how="multiset")
+        count("scratch", ours["state.scratch_locs"][rid], theirs["state.scratch_locs"][rid])
         if "miss_count" in before:
             c_o, c_t = int(ours["miss_count"][b]), int(theirs["miss_count"][b])
-            src &= set(ours["miss_src"][b, :c_o].tolist()) == set(theirs["miss_src"][b, :c_t].tolist())
-            dst &= set(ours["miss_dst"][b, :c_o].tolist()) == set(theirs["miss_dst"][b, :c_t].tolist())
-    checks += [
-        Check("hit outputs (exact)", bool(hits)),
-        Check("miss locations (set per request)", bool(miss_locs)),
-        Check("resident tokens (hot-slot table as a set)", bool(resident)),
-        Check("reference epochs (multiset per request)", bool(ref_epochs)),
-        Check("scratch locations (set per request)", bool(scratch)),
-    ]
+            count("src", ours["miss_src"][b, :c_o], theirs["miss_src"][b, :c_t])
+            count("dst", ours["miss_dst"][b, :c_o], theirs["miss_dst"][b, :c_t])
+
+    def check(name, key):
+        rows, only_o, only_t = tally[key]
+        return Check(name, rows == 0, f"{rows} requests differ: {only_o} only ours, {only_t} only sglang"
+                     if rows else "")
+    checks += [check("hit outputs (exact)", "hits"),
+               check("miss locations (set per request)", "miss"),
+               check("resident tokens (hot-slot table as a set)", "resident"),
+               check("reference epochs (multiset per request)", "epochs"),
+               check("scratch locations (set per request)", "scratch")]
     if "miss_count" in before:
-        checks += [Check("plan sources (set per request)", bool(src)),
-                   Check("plan destinations (set per request)", bool(dst))]
+        checks += [check("plan sources (set per request)", "src"),
+                   check("plan destinations (set per request)", "dst")]
     return checks + internal_checks(ours, before, item_words, "ours") + \
         internal_checks(theirs, before, item_words, "sglang")
 
