@@ -3,7 +3,7 @@
 sglang replays a captured CUDA graph per decode step, so the host pays one graph launch instead
 of one launch per kernel. Here the step is the speculative swap-in repeated for ``--layers``
 layers (one problem shared by the layers) and, separately, one single-step swap-in, both on
-arguments checked once (``launch_unchecked`` / ``launch_prepared``), captured with
+arguments checked once (``launch_unchecked``), captured with
 ``device.capture_graph``. Printed per batch: host microseconds to enqueue the step eagerly and
 as one graph replay, and GPU microseconds per swap-in both ways (CUDA events).
 """
@@ -65,9 +65,8 @@ def run(args) -> int:
         rows.append(measure("speculative", batch, args.layers,
                             lambda: sp.launch_unchecked(cfg, **kw), args.iters))
         w = Workload(batch, 2048, 4096, 512, 0.2, 1024)
-        prepared = w.prepared[0]
-        rows.append(measure("swap-in", batch, 1, lambda: si.launch_prepared(
-            batch, w.K, w.H, w.block_size, False, False, prepared), args.iters))
+        rows.append(measure("swap-in", batch, 1, lambda: si.launch_unchecked(w.calls[0], w.prepared[0]),
+                            args.iters))
         print(f"  batch {batch}: done", flush=True)
     harness.print_table(rows, ["kernel", "batch", "layers", "eager_host_us", "graph_host_us",
                                "eager_gpu_us", "graph_gpu_us"])

@@ -61,7 +61,7 @@ def selections(batch: int, calls: int, hits_base: int = 0) -> np.ndarray:
 
 def run(args) -> int:
     require_gpu("spec")
-    from ..hisparse.planned_copy import launch_planned_copy
+    from ..hisparse import planned_copy
     from ..hisparse.speculative import load_cache_to_device_buffer_spec_mla
 
     xp = device.xp
@@ -99,8 +99,11 @@ def run(args) -> int:
             kw = layers[0]
             load_cache_to_device_buffer_spec_mla(**kw)
             for skip in layers[1:]:   # the anchor's plan is trusted: replay without host checks
-                launch_planned_copy(kw["miss_src"], kw["miss_dst"], kw["miss_count"], kw["num_real_reqs"],
-                                    skip["host_cache"], skip["device_buffer"], item, 8, 1024, False)
+                planned_copy.launch_unchecked(planned_copy.PlannedCopyCall(
+                    num_real=batch, num_blocks=8, block_size=1024, skip_io=False, item_size_bytes=item,
+                    miss_src=kw["miss_src"], miss_dst=kw["miss_dst"], miss_count=kw["miss_count"],
+                    num_real_reqs=kw["num_real_reqs"], host_cache=skip["host_cache"],
+                    device_buffer=skip["device_buffer"]))
 
         variants = {"spec_1_full": (spec(1), 1), "spec_4_full": (spec(4), 4),
                     "spec_1_full_3_shared": (shared, 4)}
@@ -173,15 +176,20 @@ def _lru_variant(batch, sel, calls, positions):
     counter = {"i": 0}
 
     num_real = xp.asarray(np.array([batch], np.int32))
-    args = si.swap_in_args(False, step_tokens, kw["device_buffer_tokens"], kw["host_cache_locs"],
-                           kw["device_buffer_locs"], kw["host_cache"], kw["device_buffer"], out,
-                           kw["req_pool_indices"], seq, lru, num_real, None, None, None, 8 * ITEM_WORDS)
+    call = si.SwapInCall(
+        batch=batch, num_real=batch, num_top_k=TOP_K, hot_buffer_size=HOT, block_size=1024,
+        record_plan=False, skip_io=False, item_size_bytes=8 * ITEM_WORDS, top_k_tokens=step_tokens,
+        device_buffer_tokens=kw["device_buffer_tokens"], host_cache_locs=kw["host_cache_locs"],
+        device_buffer_locs=kw["device_buffer_locs"], host_cache=kw["host_cache"],
+        device_buffer=kw["device_buffer"], top_k_device_locs=out, req_pool_indices=kw["req_pool_indices"],
+        seq_lens=seq, lru_slots=lru, num_real_reqs=num_real)
+    args = si.kernel_args(call)
 
     def fn():
         i = counter["i"] = (counter["i"] + 1) % calls
         for s in range(NUM_STEPS):
             step_tokens[...] = sel[i, :, s]
-            si.launch_prepared(batch, TOP_K, HOT, 1024, False, False, args)
+            si.launch_unchecked(call, args)
 
     try:
         step_tokens[...] = sel[0, :, 0]

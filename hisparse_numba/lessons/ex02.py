@@ -8,7 +8,7 @@ import numpy as np
 from .. import device
 from ..kv_canary import VerifyOrWriteContext, VerifyPlan, WritePlan
 from ..kv_canary.examples import assert_plans_equal, plan_problem, run_plan, run_step
-from ..kv_canary.plan import _entries_geometry, _offsets_kernel, _offsets_threads
+from ..kv_canary.plan import check_canary_plan, launch_unchecked
 from .common import checker, figure, learner_call, report, show, wrong
 
 BS, TOPK, PREFIX, MAX_SEQ_LEN = 4, 16, 25, 32
@@ -47,28 +47,13 @@ def written_context():
 
 
 def plan_without_the_check(*, verify_plan_out, write_plan_out, verify_capacity, problem):
-    """What the plan kernels do with a capacity that nobody compared to the plan (the launcher
-    minus its validation). Never call this with a capacity above the plan's length on a GPU: the
-    entries kernel would write past the end of the four arrays."""
-    inputs = problem.inputs(to_device=True)
-    bs = problem.bs
-    scratch = device.xp.empty(bs + 1, dtype=np.int64)
-    lut = device.xp.zeros(1, dtype=np.int64)
-    pool = device.xp.zeros((1, 1), dtype=np.int32)
-    valid = device.xp.zeros(bs, dtype=np.int64)
-    threads = _offsets_threads()
-    device.launch(_offsets_kernel(threads), 1, threads, inputs["req_pool_indices"], inputs["prefix_lens"],
-                  inputs["extend_seq_lens"], inputs["req_to_token"], lut, 0, 0, int(verify_capacity), scratch,
-                  verify_plan_out.verify_num_valid, verify_plan_out.enable, write_plan_out.write_offsets,
-                  write_plan_out.write_seed_slot_indices, write_plan_out.write_num_valid_reqs)
-    blocks, threads = _entries_geometry(int(verify_capacity))
-    from ..kv_canary.plan import canary_plan_entries_kernel
-
-    device.launch(canary_plan_entries_kernel, blocks, threads, scratch, verify_plan_out.enable,
-                  int(verify_capacity), inputs["req_pool_indices"], inputs["prefix_lens"],
-                  inputs["extend_seq_lens"], inputs["req_to_token"], lut, 0, 0, pool, valid, 0, 0,
-                  verify_plan_out.verify_slot_indices, verify_plan_out.verify_expected_tokens,
-                  verify_plan_out.verify_expected_positions, verify_plan_out.verify_prev_slot_indices)
+    """What the plan kernels do with a capacity that nobody compared to the plan: an accepted call
+    with its capacity replaced, launched without the check. Never call this with a capacity above
+    the plan's length on a GPU: the entries kernel would write past the end of the four arrays."""
+    call = check_canary_plan(verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
+                             verify_capacity=int(verify_plan_out.verify_slot_indices.shape[0]),
+                             **problem.inputs(to_device=True))
+    launch_unchecked(call._replace(verify_capacity=int(verify_capacity)))
     device.synchronize()
 
 

@@ -60,13 +60,13 @@ def number_misses(is_miss, miss_rank, miss_total):
 ex14.check_miss_scan(number_misses)
 
 # exercise: 14-e
-from hisparse_numba.kv_canary.hashing import splitmix64_device
+from hisparse_numba.kv_canary.hashing import splitmix64_dev
 
 @cuda.jit(device=True, inline=True)
 def mix3_dev(prev_hash, token, position):
-    acc = splitmix64_device(np.uint64(prev_hash))
-    acc = splitmix64_device(acc ^ np.uint64(token))       # int64 ^ uint64 would not be a uint64
-    return splitmix64_device(acc ^ np.uint64(position))
+    acc = splitmix64_dev(np.uint64(prev_hash))
+    acc = splitmix64_dev(acc ^ np.uint64(token))       # int64 ^ uint64 would not be a uint64
+    return splitmix64_dev(acc ^ np.uint64(position))
 
 ex14.check_chain_step(mix3_dev)
 

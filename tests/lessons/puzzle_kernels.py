@@ -4,7 +4,7 @@ import numpy as np
 
 from hisparse_numba.blockscan import block_exclusive_scan
 from hisparse_numba.device import cuda
-from hisparse_numba.kv_canary.hashing import splitmix64_device
+from hisparse_numba.kv_canary.hashing import splitmix64_dev
 
 # a: the gather's bounds guard
 
@@ -212,29 +212,29 @@ def scan_total_from_thread_zero(is_miss, miss_rank, miss_total):
 
 @cuda.jit(device=True, inline=True)
 def mix3_right(a, b, c):
-    acc = splitmix64_device(np.uint64(a))
-    acc = splitmix64_device(acc ^ np.uint64(b))
-    return splitmix64_device(acc ^ np.uint64(c))
+    acc = splitmix64_dev(np.uint64(a))
+    acc = splitmix64_dev(acc ^ np.uint64(b))
+    return splitmix64_dev(acc ^ np.uint64(c))
 
 
 @cuda.jit(device=True, inline=True)
 def mix3_xor_first(a, b, c):
-    acc = splitmix64_device(np.uint64(a) ^ np.uint64(b))
-    return splitmix64_device(acc ^ np.uint64(c))
+    acc = splitmix64_dev(np.uint64(a) ^ np.uint64(b))
+    return splitmix64_dev(acc ^ np.uint64(c))
 
 
 @cuda.jit(device=True, inline=True)
 def mix3_position_first(a, b, c):
-    acc = splitmix64_device(np.uint64(a))
-    acc = splitmix64_device(acc ^ np.uint64(c))
-    return splitmix64_device(acc ^ np.uint64(b))
+    acc = splitmix64_dev(np.uint64(a))
+    acc = splitmix64_dev(acc ^ np.uint64(c))
+    return splitmix64_dev(acc ^ np.uint64(b))
 
 
 @cuda.jit(device=True, inline=True)
 def mix3_no_cast(a, b, c):
-    acc = splitmix64_device(np.uint64(a))
-    acc = splitmix64_device(acc ^ b)         # uint64 ^ int64: not a uint64 any more
-    return splitmix64_device(acc ^ c)
+    acc = splitmix64_dev(np.uint64(a))
+    acc = splitmix64_dev(acc ^ b)         # uint64 ^ int64: not a uint64 any more
+    return splitmix64_dev(acc ^ c)
 
 
 # f: the verify capacity
