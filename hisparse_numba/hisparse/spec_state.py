@@ -7,7 +7,7 @@ occurrences per request and a power-of-two ``hash_size``:
 ``cache_index`` ``[n, 2, hash_size]`` int64
     Two hash banks per request mapping token -> hot slot. An entry packs ``(slot << 32) | token``;
     ``-1`` is empty and ``-2`` a deleted tombstone (any negative entry is free). Bank 0 is indexed
-    by ``h0(token)`` (Knuth multiplicative), bank 1 by ``h1(token)`` (a murmur-style finaliser).
+    by ``h0(token)`` (Knuth multiplicative), bank 1 by ``h1(token)`` (sglang's murmur-style finaliser).
     The hash is a *hint*: a lookup trusts an entry only if ``device_buffer_tokens[slot] == token``.
 ``cache_policy`` ``[n + 1, H]`` int32 (its width *defines* H)
     Row 0, column ``rid``: the packed CLOCK state of request ``rid``, ``(epoch << CURSOR_BITS) |
@@ -101,18 +101,37 @@ def default_scratch_capacity(hot_buffer_size: int, num_steps: int, num_top_k: in
     return min(t, max(1024, t - int(hot_buffer_size)))
 
 
+def knuth_hash(x):
+    """Knuth's multiplicative hash of ``x`` (< 2^31, so the int64 product cannot overflow), as a
+    uint32: the home of the scratch table and of the claim set."""
+    return (np.int64(x) * KNUTH) & MASK32
+
+
 def h0(token, mask):
-    """Bank 0: Knuth's multiplicative hash (tokens < 2^31, so the int64 product cannot overflow)."""
-    return ((np.int64(token) * 2654435761) & 0xFFFFFFFF) & mask
+    """Bank 0: Knuth's multiplicative hash, masked to the bank."""
+    return (np.int64(token) * KNUTH) & MASK32 & mask
 
 
 def h1(token, mask):
-    """Bank 1: a murmur-style finaliser (multipliers < 2^27 keep the int64 products exact)."""
+    """Bank 1: sglang's murmur-style finaliser in uint32 arithmetic, ``h ^= h >> 16;
+    h *= 0x7FEB352D; h ^= h >> 15; h *= 0x846CA68B; h ^= h >> 16``, masked to the bank.
+
+    Written so that every intermediate fits an int64 (the same code runs in NumPy, in Python and
+    compiled on the device): the first product is < 2^63; the second multiplier is > 2^31, so
+    its product is taken in two 16-bit halves of the multiplier, modulo 2^32.
+    """
     x = np.int64(token) & 0xFFFFFFFF
-    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
-    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x7FEB352D & 0xFFFFFFFF
+    x = (x >> 15) ^ x
+    x = (x * 0xA68B + (((x * 0x846C) & 0xFFFF) << 16)) & 0xFFFFFFFF     # x * 0x846CA68B mod 2^32
     x = (x >> 16) ^ x
     return x & mask
+
+
+def approximate_candidate(linear, epoch, hot):
+    """The hot slot at step ``linear`` of an approximate-mode walk in call epoch ``epoch``:
+    ``(linear * KNUTH + epoch) mod 2^32 mod hot``."""
+    return ((np.int64(linear) * KNUTH + epoch) & MASK32) % hot
 
 
 def next_epoch(packed, cbits, ebits):
@@ -143,8 +162,10 @@ def pack_generation(sigma, degraded):
     return sigma - 0x80000000 if degraded else sigma
 
 
+knuth_hash_dev = cuda.jit(device=True, inline=True)(knuth_hash)
 h0_dev = cuda.jit(device=True, inline=True)(h0)
 h1_dev = cuda.jit(device=True, inline=True)(h1)
+approximate_candidate_dev = cuda.jit(device=True, inline=True)(approximate_candidate)
 next_epoch_dev = cuda.jit(device=True, inline=True)(next_epoch)
 pack_clock_dev = cuda.jit(device=True, inline=True)(pack_clock)
 next_sigma_dev = cuda.jit(device=True, inline=True)(next_sigma)

@@ -30,11 +30,16 @@ reference follows the same definitions, so kernel == reference on every output a
   as in Shun & Blelloch's deterministic hash tables). Home position: ``Knuth(token) mod T``.
 * Misses with ``unique_idx < capacity`` land in ``scratch_locs[rid, unique_idx]`` (copied once,
   by the tile that numbered it); the others are *direct-overflow* misses, resolved in commit.
-* Victims (commit): the misses that need a hot slot, in ``unique_idx`` order with ordinal ``i`` of
-  ``mv``, first sample the CLOCK ring at offsets ``i + j * mv < H`` (``j < 6``) from the cursor
-  (disjoint per miss), skipping slots stamped E and taking the oldest ``(E - ref) mod 2^bits``
-  (first on ties). The ones left without a victim take, in ordinal order, the slots not stamped E
-  in ring order from the cursor (prefix scans over both lists).
+* Victims (commit), for the misses that need a hot slot (docs/hisparse-speculative.md, "Victims"):
+  in union mode miss ``u`` samples ``min(partition_size, 6)`` ring positions spread over its
+  partition ``u, u + m, u + 2m, ... < H`` after the cursor (``m`` = unique misses,
+  ``partition_size = (H - 1 - u) // m + 1``), skipping slots stamped E and taking the oldest
+  ``(E - ref) mod 2^bits`` (first on ties). In approximate mode miss ``u`` walks
+  ``approximate_candidate(linear, E, H)`` for ``linear = u, u + m, ... < H`` (``u - cap`` and
+  ``m - cap`` for a direct-overflow miss) and claims the first slot not stamped E; misses that
+  want the same slot settle it in rounds, the smallest ``unique_idx`` first. The ones left
+  without a victim take, in ``unique_idx`` order, the slots not stamped E in ring order from the
+  cursor (prefix scans over both lists).
 * Approximate-mode admission: last-step misses with ``unique_idx < capacity`` are claimed; the
   first ``budget`` of them in ``unique_idx`` order are admitted.
 * Hash inserts: rounds in ordinal order (``spec_state.py`` docstring).
@@ -101,7 +106,9 @@ from ..blockscan import block_exclusive_scan
 from ..itemcopy import copy_item, copy_items_flat
 from .miss_plan import placeholder_plan
 from .spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
-                         COUNT_LAST, COUNT_UNION, COUNT_WORK, KNUTH, MASK32, MAX_OCCURRENCES,
+                         COUNT_LAST, COUNT_UNION, COUNT_WORK, MASK32, MAX_OCCURRENCES,
+                         approximate_candidate, approximate_candidate_dev, knuth_hash,
+                         knuth_hash_dev,
                          check_state, cursor_bits, epoch_bits, hash_erase_dev, hash_erase_reference,
                          hash_insert_dev, hash_insert_reference, hash_lookup_dev,
                          hash_lookup_reference, next_epoch, next_epoch_dev, next_sigma,
@@ -112,6 +119,7 @@ MAX_THREADS = 1024
 UNRESOLVED = MASK32
 EMPTY_KEY = -1                  # an empty cell of the private claim set
 NO_OCCURRENCE = 0x7FFFFFFF      # claim_first of a cell no occurrence has claimed yet
+PROPOSED = -0x80000000          # + unique_idx: a slot's epoch while misses propose it (approximate mode)
 CLAIMED, COUNTED, NUMBERED = 0, 1, 2   # the stages a tile publishes (Workspace.flags)
 
 
@@ -225,7 +233,7 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
 # Reference (the oracle)
 
 def table_home(token, t):
-    return int((np.int64(token) * KNUTH) & MASK32) % t
+    return int(knuth_hash(token)) % t
 
 
 def table_insert_reference(table, sigma, token) -> None:
@@ -275,6 +283,64 @@ def _classify_reference(tok, seq_len, dbt, dbl, hcl_row, cfg, bank0, bank1, degr
         return "hot", slot
     src = int(hcl_row[tok])
     return ("miss", src) if src >= 0 else ("unbacked", -1)
+
+
+def union_sample_positions(i, miss_count, hot) -> list:
+    """Ring positions (after the cursor) that union-mode miss ``i`` samples.
+
+    Miss ``i`` owns the positions ``i, i + miss_count, ...`` below ``hot``; its
+    ``min(partition_size, CLOCK_VICTIM_SAMPLES)`` samples are spread evenly over them.
+    """
+    partition_size = (hot - 1 - i) // miss_count + 1
+    sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
+    return [i + (sample * partition_size // sample_count) * miss_count
+            for sample in range(sample_count)]
+
+
+def union_victim_reference(ref, i, miss_count, cursor, hot, e_now, ebits) -> int:
+    """Union mode: the oldest slot among miss ``i``'s samples that this call has not stamped
+    (the first on a tie), or -1."""
+    best, best_age = -1, -1
+    for position in union_sample_positions(i, miss_count, hot):
+        slot = (cursor + position) % hot
+        if ref[slot] != e_now:
+            age = (e_now - int(ref[slot])) & ((1 << ebits) - 1)
+            if age > best_age:
+                best, best_age = slot, age
+    return best
+
+
+def approximate_walk(u, miss_count, cap) -> tuple:
+    """(first linear index, stride) of miss ``u``'s approximate-mode walk: ``unique_idx`` and
+    ``miss_count``, counted from ``cap`` for a direct-overflow miss."""
+    return (u - cap, miss_count - cap) if u >= cap else (u, miss_count)
+
+
+def approximate_victims_reference(ref, need, miss_count, cap, hot, e_now) -> list:
+    """Approximate mode: the victim of each miss in ``need`` (-1: its walk ended), stamping E.
+
+    Miss ``u`` walks ``linear = ordinal, ordinal + stride, ... < hot`` (``approximate_walk``)
+    over the candidates ``approximate_candidate(linear, E, hot)`` and claims the first one not
+    stamped E. Misses that want the same slot settle it in rounds: every unsettled miss proposes
+    the first unstamped candidate of its walk, the smallest ``unique_idx`` among a slot's
+    proposers wins it and stamps E, and the others go on along their walks next round.
+    """
+    walks = {u: list(approximate_walk(u, miss_count, cap)) for u in need}
+    victims = {u: -1 for u in need}
+    pending = list(need)                       # increasing unique_idx
+    while pending:
+        proposals = {}
+        for u in pending:
+            walk = walks[u]
+            while walk[0] < hot and ref[approximate_candidate(walk[0], e_now, hot)] == e_now:
+                walk[0] += walk[1]
+            if walk[0] < hot:
+                proposals.setdefault(approximate_candidate(walk[0], e_now, hot), u)
+        for slot, u in proposals.items():
+            victims[u] = slot
+            ref[slot] = e_now
+        pending = [u for u in pending if victims[u] < 0 and walks[u][0] < hot]
+    return [victims[u] for u in need]
 
 
 def _request_reference(b, cfg, *, top_k_tokens, device_buffer_tokens, host_cache_locs,
@@ -364,23 +430,13 @@ def _request_reference(b, cfg, *, top_k_tokens, device_buffer_tokens, host_cache
 
     need = [u for u in range(m) if needs_victim(u)]
     mv = len(need)
-    emask = (1 << ebits) - 1
-    victims = [-1] * mv
-    for i in range(mv):
-        best, best_age = -1, -1
-        for j in range(CLOCK_VICTIM_SAMPLES):
-            o = i + j * mv
-            if o >= hot:
-                break
-            slot = (cursor + o) % hot
-            if ref[slot] != e_now:
-                age = (e_now - int(ref[slot])) & emask
-                if age > best_age:
-                    best, best_age = slot, age
-        victims[i] = best
-    for v in victims:
-        if v >= 0:
-            ref[v] = e_now
+    if union_mode:
+        victims = [union_victim_reference(ref, u, m, cursor, hot, e_now, ebits) for u in need]
+        for v in victims:
+            if v >= 0:
+                ref[v] = e_now
+    else:
+        victims = approximate_victims_reference(ref, need, m, cap, hot, e_now)
     fallback = [i for i in range(mv) if victims[i] < 0]
     if fallback:
         free = [(cursor + r) % hot for r in range(hot) if ref[(cursor + r) % hot] != e_now]
@@ -466,7 +522,7 @@ def table_insert_dev(meta64, row, t, sigma, token):
     """Lock-free ordered insert. A cell only grows during a launch, so a stale read is harmless:
     the CAS returns the true value and the loop goes on from it."""
     v = (sigma << 32) | token
-    p = ((np.int64(token) * 2654435761) & 0xFFFFFFFF) % t
+    p = knuth_hash_dev(token) % t
     c = meta64[row, p]
     while True:
         if (c >> 32) != sigma or v > c:
@@ -489,7 +545,7 @@ def table_insert_dev(meta64, row, t, sigma, token):
 @cuda.jit(device=True, inline=True)
 def table_find_dev(meta64, row, t, sigma, token):
     v = (sigma << 32) | token
-    p = ((np.int64(token) * 2654435761) & 0xFFFFFFFF) % t
+    p = knuth_hash_dev(token) % t
     for _ in range(t):
         if load_coherent(meta64, (row, p)) == v:
             return p
@@ -528,7 +584,7 @@ def claim_token(claim_keys, b, token):
     empty), inserting it if absent. Unlike the ordered scratch table, a position never moves, so it
     names the token for the rest of the launch."""
     mask = claim_keys.shape[1] - 1
-    p = ((np.int64(token) * 2654435761) & 0xFFFFFFFF) & mask
+    p = knuth_hash_dev(token) & mask
     while True:
         k = claim_keys[b, p]
         if k == EMPTY_KEY:
@@ -655,24 +711,72 @@ def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, committer: 
             if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
                 count += 1
         base, mv = block_exclusive_scan(scan, count, tid, tile)
-        # sampled CLOCK: miss i looks at ring offsets i + j * mv (disjoint between misses)
-        for i in range(base, base + count):
-            best = -1
-            best_age = np.int64(-1)
-            for j in range(CLOCK_VICTIM_SAMPLES):
-                o = i + j * mv
-                if o >= hot:
+        if union_mode:
+            # sampled CLOCK: miss u samples its own partition of the ring (disjoint between misses)
+            i = base
+            for u in range(u0, u1):
+                if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
+                    partition_size = (hot - 1 - u) // m + 1
+                    sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
+                    best = -1
+                    best_age = np.int64(-1)
+                    for sample in range(sample_count):
+                        slot = (cursor + u + (sample * partition_size // sample_count) * m) % hot
+                        r = np.int64(load_coherent(cache_policy, (row, slot)))
+                        if r != e_now:
+                            age = (e_now - r) & emask
+                            if age > best_age:
+                                best = slot
+                                best_age = age
+                    vict[i] = best
+                    if best >= 0:
+                        cache_policy[row, best] = e_now
+                    i += 1
+        else:
+            # approximate mode: walks in rounds. aux[i] is where miss i's walk stands (-1: ended).
+            # A proposal writes PROPOSED + unique_idx into the slot's epoch with atomic.min, so the
+            # smallest unique_idx wins; the winner then stamps E.
+            i = base
+            for u in range(u0, u1):
+                if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
+                    vict[i] = -1
+                    linear = u - cap if u >= cap else u
+                    aux[i] = linear if linear < hot else -1
+                    i += 1
+            for _ in range(t + 1):       # every round settles a miss or ends with no proposal
+                cuda.syncthreads()
+                if tid == 0:
+                    flag[1] = 0
+                cuda.syncthreads()
+                i = base
+                for u in range(u0, u1):
+                    if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
+                        if vict[i] < 0 and aux[i] >= 0:
+                            stride = m - cap if u >= cap else m
+                            linear = np.int64(aux[i])
+                            while linear < hot and load_coherent(
+                                    cache_policy, (row, approximate_candidate_dev(linear, e_now, hot))) == e_now:
+                                linear += stride
+                            if linear < hot:
+                                aux[i] = linear
+                                cuda.atomic.min(cache_policy, (row, approximate_candidate_dev(linear, e_now, hot)),
+                                                np.int32(PROPOSED + u))
+                                flag[1] = 1
+                            else:
+                                aux[i] = -1
+                        i += 1
+                cuda.syncthreads()
+                if flag[1] == 0:
                     break
-                slot = (cursor + o) % hot
-                r = np.int64(load_coherent(cache_policy, (row, slot)))
-                if r != e_now:
-                    age = (e_now - r) & emask
-                    if age > best_age:
-                        best = slot
-                        best_age = age
-            vict[i] = best
-            if best >= 0:
-                cache_policy[row, best] = e_now
+                i = base
+                for u in range(u0, u1):
+                    if needs_victim(ss, scratch_locs, rid, row, u, cap, union_mode):
+                        if vict[i] < 0 and aux[i] >= 0:
+                            slot = approximate_candidate_dev(np.int64(aux[i]), e_now, hot)
+                            if load_coherent(cache_policy, (row, slot)) == PROPOSED + u:
+                                vict[i] = slot
+                                cache_policy[row, slot] = e_now
+                        i += 1
         cuda.syncthreads()
         # fallback: the k-th miss without a victim takes the k-th unstamped slot in ring order
         fcount = 0
@@ -828,7 +932,7 @@ def _kernels(steps: int, top_k: int, hot: int, tile: int, reps: int, committer: 
         scan = cuda.shared.array(tile, np.int32)
         vict = cuda.shared.array(t, np.int16)
         aux = cuda.shared.array(t, np.int16)
-        flag = cuda.shared.array(1, np.int32)
+        flag = cuda.shared.array(2, np.int32)     # hash degraded, a proposal this round
         claim = cuda.local.array(reps, np.int32)   # claim position of a missed occurrence, or -1
         token = cuda.local.array(reps, np.int32)
         is_first = cuda.local.array(reps, np.int32)
