@@ -1,5 +1,9 @@
 """The persistent state of the speculative (multi-step) HiSparse swap-in, and its initialiser.
 
+docs/hisparse-speculative.md ("State", "Hash banks") states what it reproduces; lessons 01, 03,
+04 and 08 build it with ``make_hisparse_spec_state``. Initialiser: ``check_initialize(...) ->
+InitializeCall``, then ``launch_unchecked(call)``.
+
 ``HiSparseSpecState`` keeps sglang's four tensors and their layout, so that every index here maps
 1:1 to sglang's ``hisparse_spec.cuh``. With ``n`` request slots, hot size ``H``, ``T = steps * top_k``
 occurrences per request and a power-of-two ``hash_size``:
@@ -63,6 +67,7 @@ COUNT_LAST, COUNT_WORK, COUNT_UNION, COUNT_GEN = 0, 1, 2, 3
 INIT_THREADS = 256
 KNUTH = 2654435761
 MASK32 = 0xFFFFFFFF
+UNRESOLVED = MASK32     # index entry of a direct-overflow miss left without a victim
 
 
 class HiSparseSpecState(NamedTuple):
@@ -402,7 +407,7 @@ def make_hisparse_spec_state(num_requests, hot_buffer_size, num_steps, num_top_k
 
 
 def check_state(state, *, num_occurrences=None) -> tuple:
-    """Structural checks of a ``HiSparseSpecState`` (spec section 3.6).
+    """Structural checks of a ``HiSparseSpecState`` (docs/hisparse-speculative.md, "State").
 
     Returns ``(num_request_slots, hot_buffer_size, hash_size, scratch_capacity)``.
     """
@@ -448,8 +453,19 @@ def check_state(state, *, num_occurrences=None) -> tuple:
     return n, hot, hs, cap
 
 
-def _check_initialize(device_buffer_tokens, req_pool_indices, state):
-    n, hot, hs, cap = check_state(state)
+class InitializeCall(NamedTuple):
+    """One checked ``initialize_hisparse_spec_state`` call: sizes, then every array."""
+
+    num_requests: int
+    hot: int
+    device_buffer_tokens: object
+    req_pool_indices: object
+    state: object
+
+
+def check_initialize(*, device_buffer_tokens, req_pool_indices, state) -> InitializeCall:
+    """Every check of the initialiser (ValueError naming the argument, before any write)."""
+    n, hot, _, _ = check_state(state)
     check_ndim("device_buffer_tokens", device_buffer_tokens, 2, "[num_requests, H + tail]")
     check_dtype("device_buffer_tokens", device_buffer_tokens, np.int32)
     check_inner_contiguous("device_buffer_tokens", device_buffer_tokens)
@@ -457,7 +473,7 @@ def _check_initialize(device_buffer_tokens, req_pool_indices, state):
         fail(f"device_buffer_tokens must have shape [>= {n}, >= {hot}], got shape {tuple(device_buffer_tokens.shape)}")
     check_ndim("req_pool_indices", req_pool_indices, 1, "[batch]")
     check_dtype("req_pool_indices", req_pool_indices, np.int64)
-    return n, hot, hs, cap
+    return InitializeCall(n, hot, device_buffer_tokens, req_pool_indices, state)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,9 +496,10 @@ def _reset_request_reference(dbt, state, rid, hot) -> None:
 
 def initialize_hisparse_spec_state_reference(*, device_buffer_tokens, req_pool_indices, state) -> None:
     """NumPy oracle of ``initialize_hisparse_spec_state`` (same keywords; mutates ``state``)."""
-    _, hot, _, _ = _check_initialize(device_buffer_tokens, req_pool_indices, state)
+    call = check_initialize(device_buffer_tokens=device_buffer_tokens,
+                            req_pool_indices=req_pool_indices, state=state)
     for rid in np.asarray(req_pool_indices):
-        _reset_request_reference(device_buffer_tokens, state, int(rid), hot)
+        _reset_request_reference(device_buffer_tokens, state, int(rid), call.hot)
 
 
 @functools.cache
@@ -518,7 +535,7 @@ def _init_kernel(hot: int):
         cuda.syncthreads()
         hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, scan, tid, nthreads)
         if tid == 0 and flag[0] != 0:
-            scratch_state[0, 3 * n + rid] = pack_generation_dev(0, True)
+            scratch_state[0, COUNT_GEN * n + rid] = pack_generation_dev(0, True)
 
     return initialize_kernel
 
@@ -529,9 +546,16 @@ def initialize_hisparse_spec_state(*, device_buffer_tokens, req_pool_indices, st
     device_buffer_tokens: ``[>= n, >= H]`` int32 (slot -> token, -1 = empty).
     req_pool_indices: ``[k]`` int64 request slots (distinct). state: ``HiSparseSpecState``.
     """
-    n, hot, _, _ = _check_initialize(device_buffer_tokens, req_pool_indices, state)
-    k = int(req_pool_indices.shape[0])
+    launch_unchecked(check_initialize(device_buffer_tokens=device_buffer_tokens,
+                                      req_pool_indices=req_pool_indices, state=state))
+
+
+def launch_unchecked(call: InitializeCall) -> None:
+    """The initialiser's launch without any further check (``call`` from ``check_initialize``)."""
+    k = int(call.req_pool_indices.shape[0])
     if k == 0:
         return
-    device.launch(_init_kernel(hot), k, INIT_THREADS, device_buffer_tokens, req_pool_indices,
-                  state.cache_index, state.cache_policy, state.scratch_state, n)
+    state = call.state
+    device.launch(_init_kernel(call.hot), k, INIT_THREADS, call.device_buffer_tokens,
+                  call.req_pool_indices, state.cache_index, state.cache_policy,
+                  state.scratch_state, call.num_requests)
