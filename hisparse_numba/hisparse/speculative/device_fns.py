@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...device import cuda
-from ..spec_state import hash_lookup_dev, knuth_hash_dev
+from ..spec_hash import hash_lookup_dev, knuth_hash_dev
 
 LANES = 32
 EMPTY_KEY = -1                  # an empty cell of the private claim set

@@ -16,11 +16,11 @@ import numpy as np
 from ...blockscan import block_exclusive_scan
 from ...device import cuda, jit_kernel
 from ...itemcopy import copy_item, copy_items_flat
+from ..spec_hash import MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
-                          COUNT_LAST, COUNT_UNION, COUNT_WORK, MASK32, UNRESOLVED,
-                          approximate_candidate_dev, cursor_bits, epoch_bits, hash_erase_dev,
-                          hash_insert_dev, next_epoch_dev, next_sigma_dev, pack_clock_dev,
-                          pack_generation_dev)
+                          COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED,
+                          approximate_candidate_dev, cursor_bits, epoch_bits, next_epoch_dev,
+                          next_sigma_dev, pack_clock_dev, pack_generation_dev)
 from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MISS, NO_OCCURRENCE, NUMBERED,
                          PROPOSED, TAIL, claim_token_dev, classify_dev, load_coherent_dev,
                          publish_dev, table_find_dev, table_insert_dev, wait_for_tiles_dev)
@@ -95,9 +95,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
             if overflow:
                 budget = max(np.int64(0), hot - union_hits - (num_misses - cap))
             lim = min(num_misses, cap)
-            chunk = (lim + tile - 1) // tile
-            u0 = min(lim, tid * chunk)
-            u1 = min(lim, u0 + chunk)
+            u0, u1 = thread_range_dev(lim, tid, tile)
             count = 0
             for u in range(u0, u1):
                 if scratch_state[row, compact + u] & CLAIM_BIT:
@@ -110,9 +108,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                     base += 1
             cuda.syncthreads()
         # ordinals of the misses that need a victim
-        chunk = (num_misses + tile - 1) // tile
-        u0 = min(num_misses, tid * chunk)
-        u1 = min(num_misses, u0 + chunk)
+        u0, u1 = thread_range_dev(num_misses, tid, tile)
         count = 0
         for u in range(u0, u1):
             if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
@@ -199,9 +195,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                 fbase += 1
         cuda.syncthreads()
         if nfall > 0:
-            hchunk = (hot + tile - 1) // tile
-            r0 = min(hot, tid * hchunk)
-            r1 = min(hot, r0 + hchunk)
+            r0, r1 = thread_range_dev(hot, tid, tile)
             free = 0
             for r in range(r0, r1):
                 if load_coherent_dev(cache_policy, (row, (cursor + r) % hot)) != e_now:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..spec_hash import (MASK32, hash_erase_reference, hash_insert_reference,
+                         hash_lookup_reference, knuth_hash)
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
-                          COUNT_LAST, COUNT_UNION, COUNT_WORK, MASK32, approximate_candidate,
-                          cursor_bits, epoch_bits, hash_erase_reference, hash_insert_reference,
-                          hash_lookup_reference, knuth_hash, next_epoch, next_sigma, pack_clock,
-                          pack_generation, UNRESOLVED)
+                          COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED, approximate_candidate,
+                          cursor_bits, epoch_bits, next_epoch, next_sigma, pack_clock,
+                          pack_generation)
 from .checks import SpecCall, check_speculative
 
 
