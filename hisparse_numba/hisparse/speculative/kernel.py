@@ -28,7 +28,7 @@ from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MISS, NO_OCCUR
 
 @functools.cache
 def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committer: bool,
-             record: bool):
+                record: bool):
     """The swap kernel for one compile-time configuration: blocks (tiles) of ``tile`` threads,
     each thread resolving ``reps`` consecutive occurrences, plus one committer tile per request
     when ``committer``."""
