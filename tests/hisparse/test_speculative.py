@@ -274,5 +274,5 @@ def test_alloc_miss_plan_is_accepted():
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
 def test_compute_sanitizer_reports_no_errors(tool):
-    assert_sanitizer_clean(tool, "from hisparse_numba.hisparse.spec_examples import sanitizer_workload; "
+    assert_sanitizer_clean(tool, "from tests.hisparse.spec_workloads import sanitizer_workload; "
                                  "sanitizer_workload()")
