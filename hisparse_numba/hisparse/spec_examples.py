@@ -1,4 +1,4 @@
-"""Builders of valid speculative swap-in problems (tests, lessons, benchmark, compile check).
+"""Builders of valid speculative swap-in problems (tests, lessons 01, 03, 04, 08, benchmark, compile check).
 
 The layout follows sglang's kernel tests: request ``rid`` owns the physical device locations
 ``[rid * P, (rid + 1) * P)`` with ``P = H + tail + capacity`` (H hot slots, then the active tail,
@@ -156,13 +156,6 @@ def wrong_items(snap: dict, item_words: int, *, tail_ok=True) -> list:
     return bad
 
 
-def owned_locations(snap: dict, rid: int) -> list:
-    """The sorted physical locations request ``rid`` owns: hot slots plus scratch entries."""
-    hot = snap["state.cache_policy"].shape[1]
-    locs = np.concatenate([snap["device_buffer_locs"][rid, :hot], snap["state.scratch_locs"][rid]])
-    return sorted(int(x) for x in locs if x >= 0)
-
-
 def compile_examples() -> None:
     """Call every launcher of this family once on small valid inputs (with and without a plan)."""
     from .speculative import load_cache_to_device_buffer_spec_mla
@@ -172,24 +165,6 @@ def compile_examples() -> None:
                                record=record, max_positions=256)
         tokens = np.arange(2 * 2 * 16, dtype=np.int32).reshape(2, 2, 16) * 3
         set_selection(kw, tokens, np.full(4, 200))
-        load_cache_to_device_buffer_spec_mla(**kw)
-    device.synchronize()
-
-
-def sanitizer_workload(hot=512, top_k=256, steps=4, tail=16, batch=3) -> None:
-    """A few calls that exercise dedupe, union and approximate modes and direct overflow, for
-    ``compute-sanitizer`` (memcheck / racecheck) on a GPU."""
-    from .speculative import load_cache_to_device_buffer_spec_mla
-
-    t = steps * top_k
-    kw = make_spec_problem(batch=batch, steps=steps, top_k=top_k, hot=hot, tail=tail, item_words=72,
-                           scratch_capacity=max(1, t - hot), max_positions=4 * (hot + t), record=True)
-    rng = np.random.default_rng(1)
-    for call in range(4):
-        tokens = rng.integers(0, 4 * (hot + t) - 1, (batch, steps, top_k))
-        tokens[:, 1:, : top_k // 2] = tokens[:, :1, : top_k // 2]  # cross-step repeats
-        set_selection(kw, tokens, np.full(batch * steps, 4 * (hot + t)),
-                      num_real_reqs=batch - (call % 2))
         load_cache_to_device_buffer_spec_mla(**kw)
     device.synchronize()
 

@@ -1,5 +1,9 @@
 """The persistent state of the speculative (multi-step) HiSparse swap-in, and its initialiser.
 
+docs/hisparse-speculative.md ("State", "Hash banks") states what it reproduces; lessons 01, 03,
+04 and 08 build it with ``make_hisparse_spec_state``. Initialiser: ``check_initialize(...) ->
+InitializeCall``, then ``launch_unchecked(call)``.
+
 ``HiSparseSpecState`` keeps sglang's four tensors and their layout, so that every index here maps
 1:1 to sglang's ``hisparse_spec.cuh``. With ``n`` request slots, hot size ``H``, ``T = steps * top_k``
 occurrences per request and a power-of-two ``hash_size``:
@@ -7,7 +11,7 @@ occurrences per request and a power-of-two ``hash_size``:
 ``cache_index`` ``[n, 2, hash_size]`` int64
     Two hash banks per request mapping token -> hot slot. An entry packs ``(slot << 32) | token``;
     ``-1`` is empty and ``-2`` a deleted tombstone (any negative entry is free). Bank 0 is indexed
-    by ``h0(token)`` (Knuth multiplicative), bank 1 by ``h1(token)`` (a murmur-style finaliser).
+    by ``h0(token)`` (Knuth multiplicative), bank 1 by ``h1(token)`` (sglang's murmur-style finaliser).
     The hash is a *hint*: a lookup trusts an entry only if ``device_buffer_tokens[slot] == token``.
 ``cache_policy`` ``[n + 1, H]`` int32 (its width *defines* H)
     Row 0, column ``rid``: the packed CLOCK state of request ``rid``, ``(epoch << CURSOR_BITS) |
@@ -26,12 +30,7 @@ occurrences per request and a power-of-two ``hash_size``:
     compact entries (table position in bits 0-12, claim bit 29, admit bit 30). ``sigma`` is the
     call's scratch epoch, so entries of earlier calls are invisible without clearing the row.
 
-Deterministic hash inserts (this project's definition; sglang lets atomics race): the entries to
-insert (in a fixed item order) first try bank 0, then bank 1, each in one round where a bucket
-that is free *before* the round goes to the largest competing entry (``atomic.max``); whatever is
-left is cuckoo-inserted one by one in item order by thread 0 (at most ``MAX_KICKS`` displacements,
-alternating banks; a failure drops the displaced entry and sets HASH_DEGRADED, after which
-lookups fall back to a linear scan of the H slots).
+Hash banks, lookups and inserts: ``spec_hash.py``.
 
 ``initialize_hisparse_spec_state`` launch geometry: one block of ``INIT_THREADS`` per entry of
 ``req_pool_indices``; the block clears the request's banks, reference epochs, metadata row, CLOCK
@@ -47,22 +46,20 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..blockscan import block_exclusive_scan
 from ..checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
 from ..device import cuda
+from .spec_hash import KNUTH, MASK32, hash_insert_dev, hash_insert_reference
 
 MAX_OCCURRENCES = 8192  # compact entries keep the table position in 13 bits
 COMPACT_POS_MASK = 0x1FFF
 CLAIM_BIT = 1 << 29
 ADMIT_BIT = 1 << 30
 HASH_DEGRADED = 1 << 31
-MAX_KICKS = 64
 CLOCK_VICTIM_SAMPLES = 6
 MAX_HOT_BUFFER_SIZE = 32768
 COUNT_LAST, COUNT_WORK, COUNT_UNION, COUNT_GEN = 0, 1, 2, 3
 INIT_THREADS = 256
-KNUTH = 2654435761
-MASK32 = 0xFFFFFFFF
+UNRESOLVED = MASK32     # index entry of a direct-overflow miss left without a victim
 
 
 class HiSparseSpecState(NamedTuple):
@@ -101,18 +98,11 @@ def default_scratch_capacity(hot_buffer_size: int, num_steps: int, num_top_k: in
     return min(t, max(1024, t - int(hot_buffer_size)))
 
 
-def h0(token, mask):
-    """Bank 0: Knuth's multiplicative hash (tokens < 2^31, so the int64 product cannot overflow)."""
-    return ((np.int64(token) * 2654435761) & 0xFFFFFFFF) & mask
 
-
-def h1(token, mask):
-    """Bank 1: a murmur-style finaliser (multipliers < 2^27 keep the int64 products exact)."""
-    x = np.int64(token) & 0xFFFFFFFF
-    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
-    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
-    x = (x >> 16) ^ x
-    return x & mask
+def approximate_candidate(linear, epoch, hot):
+    """The hot slot at step ``linear`` of an approximate-mode walk in call epoch ``epoch``:
+    ``(linear * KNUTH + epoch) mod 2^32 mod hot``."""
+    return ((np.int64(linear) * KNUTH + epoch) & MASK32) % hot
 
 
 def next_epoch(packed, cbits, ebits):
@@ -143,212 +133,11 @@ def pack_generation(sigma, degraded):
     return sigma - 0x80000000 if degraded else sigma
 
 
-h0_dev = cuda.jit(device=True, inline=True)(h0)
-h1_dev = cuda.jit(device=True, inline=True)(h1)
+approximate_candidate_dev = cuda.jit(device=True, inline=True)(approximate_candidate)
 next_epoch_dev = cuda.jit(device=True, inline=True)(next_epoch)
 pack_clock_dev = cuda.jit(device=True, inline=True)(pack_clock)
 next_sigma_dev = cuda.jit(device=True, inline=True)(next_sigma)
 pack_generation_dev = cuda.jit(device=True, inline=True)(pack_generation)
-
-
-# ---------------------------------------------------------------------------------------------
-# Hash inserts: the reference.
-
-def hash_lookup_reference(bank0, bank1, dbt_row, token, hot, degraded):
-    """Hot slot holding ``token`` (fast path, bank 0, bank 1, linear scan if degraded) or -1."""
-    if token < hot and dbt_row[token] == token:
-        return token
-    mask = bank0.shape[0] - 1
-    for bank, b in ((bank0, h0(token, mask)), (bank1, h1(token, mask))):
-        e = int(bank[b])
-        if e >= 0 and (e & MASK32) == token:
-            slot = e >> 32
-            if slot < hot and dbt_row[slot] == token:
-                return slot
-    if degraded:
-        hits = np.flatnonzero(dbt_row[:hot] == token)
-        if hits.size:
-            return int(hits[0])
-    return -1
-
-
-def hash_erase_reference(bank0, bank1, token, slot) -> None:
-    mask = bank0.shape[0] - 1
-    e = (slot << 32) | token
-    if bank0[h0(token, mask)] == e:
-        bank0[h0(token, mask)] = -2
-    elif bank1[h1(token, mask)] == e:
-        bank1[h1(token, mask)] = -2
-
-
-def hash_insert_reference(bank0, bank1, entries) -> bool:
-    """Insert ``entries`` (packed, in item order) by the rounds of the module docstring.
-
-    Returns True when the hash degraded (some entry could not be placed).
-    """
-    mask = bank0.shape[0] - 1
-    pending = list(entries)
-    for bank, hfun in ((bank0, h0), (bank1, h1)):
-        best = {}
-        for e in pending:
-            b = hfun(e & MASK32, mask)
-            if bank[b] < 0:
-                best[b] = max(best.get(b, -1), e)
-        for b, e in best.items():
-            bank[b] = e
-        pending = [e for e in pending if bank[hfun(e & MASK32, mask)] != e]
-    degraded = False
-    for e in pending:
-        degraded |= not _cuckoo_reference(bank0, bank1, e, mask)
-    return degraded
-
-
-def _cuckoo_reference(bank0, bank1, e, mask) -> bool:
-    for kick in range(MAX_KICKS):
-        tok = e & MASK32
-        b0, b1 = h0(tok, mask), h1(tok, mask)
-        if bank0[b0] < 0:
-            bank0[b0] = e
-            return True
-        if bank1[b1] < 0:
-            bank1[b1] = e
-            return True
-        if kick % 2 == 0:
-            e, bank0[b0] = int(bank0[b0]), e
-        else:
-            e, bank1[b1] = int(bank1[b1]), e
-    return False
-
-
-# ---------------------------------------------------------------------------------------------
-# Hash inserts: device functions (every thread of the block calls them together).
-
-@cuda.jit(device=True, inline=True)
-def hash_lookup_dev(cache_index, rid, dbt, token, hot, degraded):
-    if token < hot:
-        if dbt[rid, token] == token:
-            return token
-    mask = cache_index.shape[2] - 1
-    e0 = cache_index[rid, 0, h0_dev(token, mask)]     # both banks read at once: one latency
-    e1 = cache_index[rid, 1, h1_dev(token, mask)]
-    if e0 >= 0 and (e0 & 0xFFFFFFFF) == token:
-        slot = e0 >> 32
-        if slot < hot:
-            if dbt[rid, slot] == token:
-                return slot
-    if e1 >= 0 and (e1 & 0xFFFFFFFF) == token:
-        slot = e1 >> 32
-        if slot < hot:
-            if dbt[rid, slot] == token:
-                return slot
-    if degraded:
-        for s in range(hot):
-            if dbt[rid, s] == token:
-                return s
-    return -1
-
-
-@cuda.jit(device=True, inline=True)
-def hash_erase_dev(cache_index, rid, token, slot):
-    mask = cache_index.shape[2] - 1
-    e = (slot << 32) | token
-    b0 = h0_dev(token, mask)
-    if cache_index[rid, 0, b0] == e:
-        cache_index[rid, 0, b0] = -2
-    else:
-        b1 = h1_dev(token, mask)
-        if cache_index[rid, 1, b1] == e:
-            cache_index[rid, 1, b1] = -2
-
-
-@cuda.jit(device=True, inline=True)
-def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid, nthreads):
-    """Insert ``(slots[i] << 32) | dbt[rid, slots[i]]`` for every ``i < n_items`` with
-    ``slots[i] >= 0`` (rounds of the module docstring). ``pend`` is a scratch shared array of
-    ``n_items``, ``scan`` a shared int32 array of ``nthreads``; ``flag[0]`` is set to 1 by thread 0
-    when the hash degrades."""
-    mask = cache_index.shape[2] - 1
-    i = tid
-    while i < n_items:
-        pend[i] = 1 if slots[i] >= 0 else 0
-        i += nthreads
-    cuda.syncthreads()
-    for bank in range(2):
-        # snapshot: which pending entries see a free bucket before anyone writes
-        i = tid
-        while i < n_items:
-            if pend[i] == 1:
-                s = np.int64(slots[i])
-                tok = np.int64(dbt[rid, s])
-                b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
-                pend[i] = 2 if cache_index[rid, bank, b] < 0 else 1
-            i += nthreads
-        cuda.syncthreads()
-        i = tid
-        while i < n_items:
-            if pend[i] == 2:
-                s = np.int64(slots[i])
-                tok = np.int64(dbt[rid, s])
-                b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
-                cuda.atomic.max(cache_index, (rid, bank, b), (s << 32) | tok)
-            i += nthreads
-        cuda.syncthreads()
-        i = tid
-        while i < n_items:
-            if pend[i] == 2:
-                s = np.int64(slots[i])
-                tok = np.int64(dbt[rid, s])
-                b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
-                pend[i] = 0 if cache_index[rid, bank, b] == ((s << 32) | tok) else 1
-            i += nthreads
-        cuda.syncthreads()
-    # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
-    # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
-    chunk = (n_items + nthreads - 1) // nthreads
-    i0 = min(n_items, tid * chunk)
-    i1 = min(n_items, i0 + chunk)
-    count = 0
-    for i in range(i0, i1):
-        if pend[i] != 0:
-            count += 1
-    k, left = block_exclusive_scan(scan, count, tid, nthreads)
-    listed = left <= nthreads
-    if listed:
-        for i in range(i0, i1):
-            if pend[i] != 0:
-                scan[k] = i
-                k += 1
-        cuda.syncthreads()
-    if tid == 0:
-        for j in range(left if listed else n_items):
-            i = scan[j] if listed else j
-            if pend[i] != 0:
-                s = np.int64(slots[i])
-                e = (s << 32) | np.int64(dbt[rid, s])
-                placed = False
-                for kick in range(MAX_KICKS):
-                    tok = e & 0xFFFFFFFF
-                    b0 = h0_dev(tok, mask)
-                    b1 = h1_dev(tok, mask)
-                    c0 = cache_index[rid, 0, b0]    # both buckets read at once: one latency
-                    c1 = cache_index[rid, 1, b1]
-                    if c0 < 0:
-                        cache_index[rid, 0, b0] = e
-                        placed = True
-                        break
-                    if c1 < 0:
-                        cache_index[rid, 1, b1] = e
-                        placed = True
-                        break
-                    if kick % 2 == 0:
-                        cache_index[rid, 0, b0] = e
-                        e = c0
-                    else:
-                        cache_index[rid, 1, b1] = e
-                        e = c1
-                if not placed:
-                    flag[0] = 1
-    cuda.syncthreads()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,7 +170,7 @@ def make_hisparse_spec_state(num_requests, hot_buffer_size, num_steps, num_top_k
 
 
 def check_state(state, *, num_occurrences=None) -> tuple:
-    """Structural checks of a ``HiSparseSpecState`` (spec section 3.6).
+    """Structural checks of a ``HiSparseSpecState`` (docs/hisparse-speculative.md, "State").
 
     Returns ``(num_request_slots, hot_buffer_size, hash_size, scratch_capacity)``.
     """
@@ -427,8 +216,19 @@ def check_state(state, *, num_occurrences=None) -> tuple:
     return n, hot, hs, cap
 
 
-def _check_initialize(device_buffer_tokens, req_pool_indices, state):
-    n, hot, hs, cap = check_state(state)
+class InitializeCall(NamedTuple):
+    """One checked ``initialize_hisparse_spec_state`` call: sizes, then every array."""
+
+    num_requests: int
+    hot: int
+    device_buffer_tokens: object
+    req_pool_indices: object
+    state: object
+
+
+def check_initialize(*, device_buffer_tokens, req_pool_indices, state) -> InitializeCall:
+    """Every check of the initialiser (ValueError naming the argument, before any write)."""
+    n, hot, _, _ = check_state(state)
     check_ndim("device_buffer_tokens", device_buffer_tokens, 2, "[num_requests, H + tail]")
     check_dtype("device_buffer_tokens", device_buffer_tokens, np.int32)
     check_inner_contiguous("device_buffer_tokens", device_buffer_tokens)
@@ -436,7 +236,7 @@ def _check_initialize(device_buffer_tokens, req_pool_indices, state):
         fail(f"device_buffer_tokens must have shape [>= {n}, >= {hot}], got shape {tuple(device_buffer_tokens.shape)}")
     check_ndim("req_pool_indices", req_pool_indices, 1, "[batch]")
     check_dtype("req_pool_indices", req_pool_indices, np.int64)
-    return n, hot, hs, cap
+    return InitializeCall(n, hot, device_buffer_tokens, req_pool_indices, state)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,9 +259,10 @@ def _reset_request_reference(dbt, state, rid, hot) -> None:
 
 def initialize_hisparse_spec_state_reference(*, device_buffer_tokens, req_pool_indices, state) -> None:
     """NumPy oracle of ``initialize_hisparse_spec_state`` (same keywords; mutates ``state``)."""
-    _, hot, _, _ = _check_initialize(device_buffer_tokens, req_pool_indices, state)
+    call = check_initialize(device_buffer_tokens=device_buffer_tokens,
+                            req_pool_indices=req_pool_indices, state=state)
     for rid in np.asarray(req_pool_indices):
-        _reset_request_reference(device_buffer_tokens, state, int(rid), hot)
+        _reset_request_reference(device_buffer_tokens, state, int(rid), call.hot)
 
 
 @functools.cache
@@ -497,7 +298,7 @@ def _init_kernel(hot: int):
         cuda.syncthreads()
         hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, scan, tid, nthreads)
         if tid == 0 and flag[0] != 0:
-            scratch_state[0, 3 * n + rid] = pack_generation_dev(0, True)
+            scratch_state[0, COUNT_GEN * n + rid] = pack_generation_dev(0, True)
 
     return initialize_kernel
 
@@ -508,9 +309,16 @@ def initialize_hisparse_spec_state(*, device_buffer_tokens, req_pool_indices, st
     device_buffer_tokens: ``[>= n, >= H]`` int32 (slot -> token, -1 = empty).
     req_pool_indices: ``[k]`` int64 request slots (distinct). state: ``HiSparseSpecState``.
     """
-    n, hot, _, _ = _check_initialize(device_buffer_tokens, req_pool_indices, state)
-    k = int(req_pool_indices.shape[0])
+    launch_unchecked(check_initialize(device_buffer_tokens=device_buffer_tokens,
+                                      req_pool_indices=req_pool_indices, state=state))
+
+
+def launch_unchecked(call: InitializeCall) -> None:
+    """The initialiser's launch without any further check (``call`` from ``check_initialize``)."""
+    k = int(call.req_pool_indices.shape[0])
     if k == 0:
         return
-    device.launch(_init_kernel(hot), k, INIT_THREADS, device_buffer_tokens, req_pool_indices,
-                  state.cache_index, state.cache_policy, state.scratch_state, n)
+    state = call.state
+    device.launch(_init_kernel(call.hot), k, INIT_THREADS, call.device_buffer_tokens,
+                  call.req_pool_indices, state.cache_index, state.cache_policy,
+                  state.scratch_state, call.num_requests)

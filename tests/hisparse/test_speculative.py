@@ -115,17 +115,15 @@ def test_padded_request_clears_stale_plan_count():
 
 @pytest.mark.skipif(ON_GPU, reason="only the simulator raises inside a kernel")
 def test_aborted_launch_leaves_the_workspace_clean():
-    from hisparse_numba.hisparse.speculative import (EMPTY_KEY, NO_OCCURRENCE, check_speculative,
-                                                     launch_unchecked, workspace)
+    from hisparse_numba.hisparse.speculative import check_speculative, launch_unchecked, workspace
+    from hisparse_numba.hisparse.speculative.device_fns import EMPTY_KEY, NO_OCCURRENCE
     kw = problem(record=True)
     tokens, unique = cross_step_selection()
     set_selection(kw, tokens, np.full(S, SEQ))
-    args = {k: v for k, v in kw.items() if k != "item_size_bytes"}
-    cfg = check_speculative(**args, item_size_bytes=kw.get("item_size_bytes"), for_kernel=True)
-    short = dict(args, miss_src=kw["miss_src"][:, :1], miss_dst=kw["miss_dst"][:, :1])
+    call = check_speculative(**kw, for_kernel=True)
     with pytest.raises(IndexError):                  # plan entry 1 of a 1-column plan
-        launch_unchecked(cfg, **short)
-    work = workspace(cfg.batch, T)
+        launch_unchecked(call._replace(miss_src=kw["miss_src"][:, :1], miss_dst=kw["miss_dst"][:, :1]))
+    work = workspace(call.batch, T)
     assert not device.to_host(work.counters).any() and not device.to_host(work.flags).any()
     assert (device.to_host(work.claim_keys) == EMPTY_KEY).all()
     assert (device.to_host(work.claim_first) == NO_OCCURRENCE).all()
@@ -276,5 +274,5 @@ def test_alloc_miss_plan_is_accepted():
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
 def test_compute_sanitizer_reports_no_errors(tool):
-    assert_sanitizer_clean(tool, "from hisparse_numba.hisparse.spec_examples import sanitizer_workload; "
+    assert_sanitizer_clean(tool, "from tests.hisparse.spec_workloads import sanitizer_workload; "
                                  "sanitizer_workload()")

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.hisparse import speculative
-from hisparse_numba.hisparse.spec_examples import (make_spec_problem, mismatches, owned_locations,
+from hisparse_numba.hisparse.speculative import launch
+from hisparse_numba.hisparse.spec_examples import (make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection,
                                                    snapshot, wrong_items)
 from hisparse_numba.hisparse.spec_state import initialize_hisparse_spec_state
 from tests.conftest import ON_GPU
+from tests.hisparse.spec_workloads import owned_locations
 
 xp = device.xp
 
@@ -40,7 +41,7 @@ def random_selection(rng, snap, batch, steps, top_k, hot, tail, seq):
 def test_random_call_sequences_match_reference(seed, monkeypatch):
     # both ways of committing: a committer tile per request (seeds 0, 1, 4, 5, ...) or the last
     # tile to arrive (seeds 2, 3, 6, 7, ...)
-    monkeypatch.setattr(speculative, "committer_tile", lambda batch, tiles: seed // 2 % 2 == 0)
+    monkeypatch.setattr(launch, "committer_tile", lambda batch, tiles: seed // 2 % 2 == 0)
     rng = np.random.default_rng(seed)
     steps = int(rng.integers(2, 5))
     top_k, hot, tail = (8, 16, 4) if not ON_GPU else (int(rng.choice([512, 2048])), 4096, 64)

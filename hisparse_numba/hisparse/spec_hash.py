@@ -1,0 +1,271 @@
+"""The two hash banks of the speculative state: token -> hot slot (``cache_index``).
+
+Bank 0 is indexed by Knuth's multiplicative hash, bank 1 by sglang's finaliser (``h1``); an entry
+packs ``(slot << 32) | token``, ``-1`` is empty and ``-2`` deleted. The hash is a hint: a lookup
+trusts an entry only if the slot holds the token. docs/hisparse-speculative.md ("Hash banks") states
+the behaviour, including this project's rule for inserts:
+
+Deterministic hash inserts (sglang lets atomics race): the entries to insert (in a fixed item order)
+first try bank 0, then bank 1, each in one round where a bucket that is free *before* the round
+goes to the largest competing entry (``atomic.max``); whatever is left is cuckoo-inserted one by one
+in item order by thread 0 (at most ``MAX_KICKS`` displacements, alternating banks; a failure drops
+the displaced entry and sets HASH_DEGRADED, after which lookups fall back to a linear scan of the H
+slots).
+
+Reference functions first, then their device versions. Used by ``spec_state.py`` (the
+initialiser) and the speculative swap-in; lessons 01, 03, 04 and 08 run both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..blockscan import block_exclusive_scan
+from ..device import cuda
+
+KNUTH = 2654435761
+MASK32 = 0xFFFFFFFF
+MAX_KICKS = 64
+
+
+def knuth_hash(x):
+    """Knuth's multiplicative hash of ``x`` (< 2^31, so the int64 product cannot overflow), as a
+    uint32: the home of the scratch table and of the claim set."""
+    return (np.int64(x) * KNUTH) & MASK32
+
+
+def h0(token, mask):
+    """Bank 0: Knuth's multiplicative hash, masked to the bank."""
+    return (np.int64(token) * KNUTH) & MASK32 & mask
+
+
+def h1(token, mask):
+    """Bank 1: sglang's murmur-style finaliser in uint32 arithmetic, ``h ^= h >> 16;
+    h *= 0x7FEB352D; h ^= h >> 15; h *= 0x846CA68B; h ^= h >> 16``, masked to the bank.
+
+    Written so that every intermediate fits an int64 (the same code runs in NumPy, in Python and
+    compiled on the device): the first product is < 2^63; the second multiplier is > 2^31, so
+    its product is taken in two 16-bit halves of the multiplier, modulo 2^32.
+    """
+    x = np.int64(token) & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x7FEB352D & 0xFFFFFFFF
+    x = (x >> 15) ^ x
+    x = (x * 0xA68B + (((x * 0x846C) & 0xFFFF) << 16)) & 0xFFFFFFFF     # x * 0x846CA68B mod 2^32
+    x = (x >> 16) ^ x
+    return x & mask
+
+
+
+knuth_hash_dev = cuda.jit(device=True, inline=True)(knuth_hash)
+h0_dev = cuda.jit(device=True, inline=True)(h0)
+h1_dev = cuda.jit(device=True, inline=True)(h1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hash inserts: the reference.
+
+def hash_lookup_reference(bank0, bank1, dbt_row, token, hot, degraded):
+    """Hot slot holding ``token`` (fast path, bank 0, bank 1, linear scan if degraded) or -1."""
+    if token < hot and dbt_row[token] == token:
+        return token
+    mask = bank0.shape[0] - 1
+    for bank, b in ((bank0, h0(token, mask)), (bank1, h1(token, mask))):
+        e = int(bank[b])
+        if e >= 0 and (e & MASK32) == token:
+            slot = e >> 32
+            if slot < hot and dbt_row[slot] == token:
+                return slot
+    if degraded:
+        hits = np.flatnonzero(dbt_row[:hot] == token)
+        if hits.size:
+            return int(hits[0])
+    return -1
+
+
+def hash_erase_reference(bank0, bank1, token, slot) -> None:
+    mask = bank0.shape[0] - 1
+    e = (slot << 32) | token
+    if bank0[h0(token, mask)] == e:
+        bank0[h0(token, mask)] = -2
+    elif bank1[h1(token, mask)] == e:
+        bank1[h1(token, mask)] = -2
+
+
+def hash_insert_reference(bank0, bank1, entries) -> bool:
+    """Insert ``entries`` (packed, in item order) by the rounds of the module docstring.
+
+    Returns True when the hash degraded (some entry could not be placed).
+    """
+    mask = bank0.shape[0] - 1
+    pending = list(entries)
+    for bank, hfun in ((bank0, h0), (bank1, h1)):
+        best = {}
+        for e in pending:
+            b = hfun(e & MASK32, mask)
+            if bank[b] < 0:
+                best[b] = max(best.get(b, -1), e)
+        for b, e in best.items():
+            bank[b] = e
+        pending = [e for e in pending if bank[hfun(e & MASK32, mask)] != e]
+    degraded = False
+    for e in pending:
+        degraded |= not _cuckoo_reference(bank0, bank1, e, mask)
+    return degraded
+
+
+def _cuckoo_reference(bank0, bank1, e, mask) -> bool:
+    for kick in range(MAX_KICKS):
+        tok = e & MASK32
+        b0, b1 = h0(tok, mask), h1(tok, mask)
+        if bank0[b0] < 0:
+            bank0[b0] = e
+            return True
+        if bank1[b1] < 0:
+            bank1[b1] = e
+            return True
+        if kick % 2 == 0:
+            e, bank0[b0] = int(bank0[b0]), e
+        else:
+            e, bank1[b1] = int(bank1[b1]), e
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Hash inserts: device functions (every thread of the block calls them together).
+
+@cuda.jit(device=True, inline=True)
+def thread_range_dev(n, tid, nthreads):
+    """``[start, end)``: thread ``tid``'s consecutive share of ``n`` items (scans need items in
+    thread order)."""
+    chunk = (n + nthreads - 1) // nthreads
+    start = min(n, tid * chunk)
+    return start, min(n, start + chunk)
+
+
+@cuda.jit(device=True, inline=True)
+def bucket_entry_dev(rid, dbt, slot, bank, mask):
+    """(bucket in ``bank``, packed entry) of the token hot slot ``slot`` holds."""
+    s = np.int64(slot)
+    tok = np.int64(dbt[rid, s])
+    b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
+    return b, (s << 32) | tok
+
+
+@cuda.jit(device=True, inline=True)
+def hash_lookup_dev(cache_index, rid, dbt, token, hot, degraded):
+    if token < hot:
+        if dbt[rid, token] == token:
+            return token
+    mask = cache_index.shape[2] - 1
+    e0 = cache_index[rid, 0, h0_dev(token, mask)]     # both banks read at once: one latency
+    e1 = cache_index[rid, 1, h1_dev(token, mask)]
+    if e0 >= 0 and (e0 & 0xFFFFFFFF) == token:
+        slot = e0 >> 32
+        if slot < hot:
+            if dbt[rid, slot] == token:
+                return slot
+    if e1 >= 0 and (e1 & 0xFFFFFFFF) == token:
+        slot = e1 >> 32
+        if slot < hot:
+            if dbt[rid, slot] == token:
+                return slot
+    if degraded:
+        for s in range(hot):
+            if dbt[rid, s] == token:
+                return s
+    return -1
+
+
+@cuda.jit(device=True, inline=True)
+def hash_erase_dev(cache_index, rid, token, slot):
+    mask = cache_index.shape[2] - 1
+    e = (slot << 32) | token
+    b0 = h0_dev(token, mask)
+    if cache_index[rid, 0, b0] == e:
+        cache_index[rid, 0, b0] = -2
+    else:
+        b1 = h1_dev(token, mask)
+        if cache_index[rid, 1, b1] == e:
+            cache_index[rid, 1, b1] = -2
+
+
+@cuda.jit(device=True, inline=True)
+def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid, nthreads):
+    """Insert ``(slots[i] << 32) | dbt[rid, slots[i]]`` for every ``i < n_items`` with
+    ``slots[i] >= 0`` (rounds of the module docstring). ``pend`` is a scratch shared array of
+    ``n_items``, ``scan`` a shared int32 array of ``nthreads``; ``flag[0]`` is set to 1 by thread 0
+    when the hash degrades."""
+    mask = cache_index.shape[2] - 1
+    i = tid
+    while i < n_items:
+        pend[i] = 1 if slots[i] >= 0 else 0
+        i += nthreads
+    cuda.syncthreads()
+    for bank in range(2):
+        # snapshot: which pending entries see a free bucket before anyone writes
+        i = tid
+        while i < n_items:
+            if pend[i] == 1:
+                b, _ = bucket_entry_dev(rid, dbt, slots[i], bank, mask)
+                pend[i] = 2 if cache_index[rid, bank, b] < 0 else 1
+            i += nthreads
+        cuda.syncthreads()
+        i = tid
+        while i < n_items:
+            if pend[i] == 2:
+                b, e = bucket_entry_dev(rid, dbt, slots[i], bank, mask)
+                cuda.atomic.max(cache_index, (rid, bank, b), e)
+            i += nthreads
+        cuda.syncthreads()
+        i = tid
+        while i < n_items:
+            if pend[i] == 2:
+                b, e = bucket_entry_dev(rid, dbt, slots[i], bank, mask)
+                pend[i] = 0 if cache_index[rid, bank, b] == e else 1
+            i += nthreads
+        cuda.syncthreads()
+    # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
+    # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
+    i0, i1 = thread_range_dev(n_items, tid, nthreads)
+    count = 0
+    for i in range(i0, i1):
+        if pend[i] != 0:
+            count += 1
+    k, left = block_exclusive_scan(scan, count, tid, nthreads)
+    listed = left <= nthreads
+    if listed:
+        for i in range(i0, i1):
+            if pend[i] != 0:
+                scan[k] = i
+                k += 1
+        cuda.syncthreads()
+    if tid == 0:
+        for j in range(left if listed else n_items):
+            i = scan[j] if listed else j
+            if pend[i] != 0:
+                s = np.int64(slots[i])
+                e = (s << 32) | np.int64(dbt[rid, s])
+                placed = False
+                for kick in range(MAX_KICKS):
+                    tok = e & 0xFFFFFFFF
+                    b0 = h0_dev(tok, mask)
+                    b1 = h1_dev(tok, mask)
+                    c0 = cache_index[rid, 0, b0]    # both buckets read at once: one latency
+                    c1 = cache_index[rid, 1, b1]
+                    if c0 < 0:
+                        cache_index[rid, 0, b0] = e
+                        placed = True
+                        break
+                    if c1 < 0:
+                        cache_index[rid, 1, b1] = e
+                        placed = True
+                        break
+                    if kick % 2 == 0:
+                        cache_index[rid, 0, b0] = e
+                        e = c0
+                    else:
+                        cache_index[rid, 1, b1] = e
+                        e = c1
+                if not placed:
+                    flag[0] = 1
+    cuda.syncthreads()

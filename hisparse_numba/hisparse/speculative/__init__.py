@@ -1,0 +1,121 @@
+"""Speculative (multi-step) HiSparse swap-in: ``load_cache_to_device_buffer_spec_mla``.
+
+Speculative decoding produces ``steps`` top-k selections per request (one per draft/verify row,
+each with its own sequence length). This launcher resolves all ``T = steps * top_k`` occurrences
+of a request in one launch pair and writes one physical device location per occurrence into
+``top_k_device_locs[batch, steps, top_k]``. State layout: ``spec_state.py``. The behaviour it
+reproduces: docs/hisparse-speculative.md. Lessons 01, 03, 04 and 08 use this launcher.
+
+Files, in reading order: ``checks.py`` (arguments, ``check_speculative -> SpecCall``),
+``reference.py`` (the NumPy oracle), ``device_fns.py`` and ``kernel.py`` (the kernel),
+``launch.py`` (geometry, workspace, ``launch_unchecked``, the launcher).
+
+Per occurrence ``occ = step * top_k + k`` of a real row (``b < num_real_reqs[0]``), in order:
+
+1. token < 0 or token >= ``seq_lens[b * steps + step]``: output -1.
+2. Active tail: if token >= seq_len - tail (tail = row width - H), the first tail column
+   ``c in [H, H + tail)`` with ``device_buffer_tokens == token`` and a location >= 0 serves it.
+   No host IO, no state change: this is how draft tokens that are not backed up are served.
+3. Hot lookup: positional fast path (``token < H`` and slot ``token`` holds it), bank 0, bank 1,
+   and a linear scan of the H slots once the request's hash is HASH_DEGRADED. A hit outputs the
+   slot's location and stamps the slot's reference epoch with this call's epoch E; the number of
+   distinct stamped slots is the union-hit count.
+4. Miss: ``host_cache_locs[rid, token] < 0`` gives -1. Otherwise the token is a *unique miss*,
+   deduplicated across all steps: every occurrence of it gets the same location.
+
+Deterministic choices (sglang decides these by atomic races; here they are defined, and the
+reference follows the same definitions, so kernel == reference on every output and state array):
+
+* Unique-miss numbering: ``unique_idx`` = rank of the token's *first occurrence* among the first
+  occurrences of all missed tokens, in occurrence order (a block scan per tile plus the counts of
+  the earlier tiles, see Launch geometry).
+* Scratch table: an *ordered* linear-probing set (Amble & Knuth): along a probe run, tokens are
+  kept in decreasing order, and an insert displaces smaller tokens. Its final layout depends only
+  on the set of tokens, not on the order the threads inserted them (lock-free with CAS,
+  as in Shun & Blelloch's deterministic hash tables). Home position: ``Knuth(token) mod T``.
+* Misses with ``unique_idx < capacity`` land in ``scratch_locs[rid, unique_idx]`` (copied once,
+  by the tile that numbered it); the others are *direct-overflow* misses, resolved in commit.
+* Victims (commit), for the misses that need a hot slot (docs/hisparse-speculative.md, "Victims"):
+  in union mode miss ``u`` samples ``min(partition_size, 6)`` ring positions spread over its
+  partition ``u, u + m, u + 2m, ... < H`` after the cursor (``m`` = unique misses,
+  ``partition_size = (H - 1 - u) // m + 1``), skipping slots stamped E and taking the oldest
+  ``(E - ref) mod 2^bits`` (first on ties). In approximate mode miss ``u`` walks
+  ``approximate_candidate(linear, E, H)`` for ``linear = u, u + m, ... < H`` (``u - cap`` and
+  ``m - cap`` for a direct-overflow miss) and claims the first slot not stamped E; misses that
+  want the same slot settle it in rounds, the smallest ``unique_idx`` first. The ones left
+  without a victim take, in ``unique_idx`` order, the slots not stamped E in ring order from the
+  cursor (prefix scans over both lists).
+* Approximate-mode admission: last-step misses with ``unique_idx < capacity`` are claimed; the
+  first ``budget`` of them in ``unique_idx`` order are admitted.
+* Hash inserts: rounds in ordinal order (``spec_state.py`` docstring).
+
+Commit, per real request: ``union mode`` when ``misses + union_hits <= H`` (every scratch miss
+with a location is promoted), else the *approximate mode* (if there is no overflow all reference
+epochs are cleared to 0; last-step hits are re-stamped E; only admitted misses are promoted;
+budget = H, or ``max(0, H - union_hits - overflow)`` with overflow). Promotion swaps locations: the
+victim slot takes the scratch location (bytes already there) and the scratch entry takes the
+victim's old location (zero copy). A direct-overflow miss takes its victim in place: the item is
+copied from host into the victim's location, which all of its occurrences then output (-1 when no
+victim was found). An application needs a victim whose location is >= 0. The victim's old token
+is erased from the hash, the new one inserted. Finally the CLOCK cursor advances by
+``min(misses, H)``, the epoch becomes E, the generation sigma, and the counters are reset.
+
+Padded rows (``b >= num_real_reqs[0]``) output 0 everywhere and ``miss_count[b] = 0``; nothing else.
+
+Miss plan (optional): ``miss_src[b, u], miss_dst[b, u]`` = host location and device location of
+unique miss ``u`` for every miss that was copied (scratch location >= 0, or a resolved direct
+overflow); other entries are left untouched. ``miss_count[b]`` = number of unique misses.
+
+Launch geometry. sglang splits the work into a launch pair (gather, then commit) because the commit
+needs a grid-wide barrier. Here one launch does both, with a barrier per request instead, so that
+a request's commit and every tile's host copies overlap:
+
+* Grid ``(batch, tiles)`` x ``tile`` threads (``tile`` = 1024 on a GPU, 32 in the simulator so
+  that small tests run several tiles). A tile takes its index ``y`` from a per-request ticket, so
+  it only ever waits for tiles that started before it; thread ``i`` resolves occurrences
+  ``(y * tile + i) * reps + r``, ``r < reps``.
+* 1. Classify: outputs of non-misses, stamps (union counter), ordered scratch-table inserts, and a
+  claim of every missed token in a private set whose positions never move (``claim_first`` keeps
+  the token's smallest occurrence). Publish CLAIMED.
+* 2. Once the earlier tiles have claimed, an occurrence is its token's first iff it is the claimed
+  minimum. Count the tile's firsts (block scan), publish COUNTED, and add up the earlier tiles'
+  counts (each earlier tile is waited for by its own thread): ``unique_idx = before + rank``.
+* 3. Outputs of the first occurrences, plan entries and this tile's copy list (destinations are
+  read now, before any commit can swap scratch locations). Publish NUMBERED.
+* 4. A tile holding later occurrences of missed tokens waits for NUMBERED of the earlier tiles
+  and gives them their first occurrence's location.
+* 5. A tile arrives (threadfence, then a per-request arrival counter) with its NUMBERED, or after
+  step 4 if it has one. The *finisher* indexes the scratch table, resets the request's workspace
+  and commits (victims, promotion, hash, direct overflow). When every block fits on the SMs at
+  once (``committer_tile``: batch 1 and 8 at sglang's sizes), each request has one more tile, the
+  committer, which takes the last ticket, resolves nothing and finishes the request as soon as
+  every tile has arrived, on an SM of its own. Otherwise the last tile to arrive finishes it,
+  and copies its own list after that.
+* 6. Every tile copies its listed scratch misses from the host pool.
+
+The private buffers (tickets, flags, claims, copy lists) are ``Workspace``.
+"""
+
+from .checks import COUNT_MESSAGE, SpecCall, check_speculative, plan_shape_message, steps_message
+from .launch import (Workspace, clear_workspace, geometry, launch_unchecked,
+                     load_cache_to_device_buffer_spec_mla, workspace)
+from .reference import (load_cache_to_device_buffer_spec_mla_reference, table_find_reference,
+                        table_insert_reference, union_sample_positions)
+
+__all__ = [
+    "COUNT_MESSAGE",
+    "SpecCall",
+    "Workspace",
+    "check_speculative",
+    "clear_workspace",
+    "geometry",
+    "launch_unchecked",
+    "load_cache_to_device_buffer_spec_mla",
+    "load_cache_to_device_buffer_spec_mla_reference",
+    "plan_shape_message",
+    "steps_message",
+    "table_find_reference",
+    "table_insert_reference",
+    "union_sample_positions",
+    "workspace",
+]

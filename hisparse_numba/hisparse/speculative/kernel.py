@@ -1,0 +1,492 @@
+"""The speculative swap kernel: one launch resolves every occurrence and commits every request.
+
+``swap_kernel(...)`` builds the kernel for one compile-time configuration. Grid ``(batch, tiles
+[+ 1 committer])`` x ``tile`` threads; the stages (classify, count, number, duplicates, finish,
+copy) are in the package docstring (``__init__.py``). The commit follows ``reference.py`` step by
+step with the same names; docs/hisparse-speculative.md states the behaviour. Lessons 01, 03, 04 and
+08 launch it through ``launch.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...blockscan import block_exclusive_scan
+from ...device import cuda, jit_kernel
+from ...itemcopy import copy_item, copy_items_flat
+from ..spec_hash import MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
+from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
+                          COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED,
+                          approximate_candidate_dev, cursor_bits, epoch_bits, next_epoch_dev,
+                          next_sigma_dev, pack_clock_dev, pack_generation_dev)
+from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MISS, NO_OCCURRENCE, NUMBERED,
+                         PROPOSED, TAIL, claim_token_dev, classify_dev, load_coherent_dev,
+                         publish_dev, table_find_dev, table_insert_dev, wait_for_tiles_dev)
+
+
+@functools.cache
+def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committer: bool,
+                record: bool):
+    """The swap kernel for one compile-time configuration: blocks (tiles) of ``tile`` threads,
+    each thread resolving ``reps`` consecutive occurrences, plus one committer tile per request
+    when ``committer``."""
+    t = steps * top_k
+    tiles = -(-t // (tile * reps))      # tiles per request
+    warps = tile // LANES
+    cbits, ebits = cursor_bits(hot), epoch_bits(hot)
+    cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
+    index = t                 # int64 word of index entry 0 in a metadata row (after T table entries)
+    compact = 4 * t           # int32 column of compact entry 0 (after 2T int64 words)
+
+    @cuda.jit(device=True, inline=True)
+    def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+        if u >= cap:
+            return True
+        if scratch_locs[rid, u] < 0:
+            return False
+        return union_mode or (scratch_state[row, compact + u] & ADMIT_BIT) != 0
+
+    @cuda.jit(device=True, inline=True)
+    def commit_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                           host_words, dev_words, out, seq_lens, cache_index, cache_policy,
+                           scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
+                           words_per_item, tail, n, b, rid, tid, victims, aux, scan, flag):
+        """Commit of request ``b`` by one whole tile, once every tile of the request has arrived
+        (mode, admission, victims, promotion, hash, direct overflow, counters)."""
+        row = rid + 1
+        cap = scratch_locs.shape[1]
+        packed = np.int64(cache_policy[0, rid])
+        e_now = next_epoch_dev(packed, cbits, ebits)
+        cursor = (packed & MASK32) & cmask
+        gen = np.int64(scratch_state[0, COUNT_GEN * n + rid])
+        degraded = gen < 0
+        sigma = next_sigma_dev(gen)
+        num_misses = np.int64(load_coherent_dev(scratch_state, (0, COUNT_WORK * n + rid)))
+        union_hits = np.int64(load_coherent_dev(scratch_state, (0, COUNT_UNION * n + rid)))
+        overflow = num_misses > cap
+        union_mode = num_misses + union_hits <= hot
+        if tid == 0:
+            flag[0] = 0
+        if not union_mode:
+            if not overflow:
+                i = tid
+                while i < hot:
+                    cache_policy[row, i] = 0
+                    i += tile
+                cuda.syncthreads()
+            k = tid
+            while k < top_k:
+                kind, val, tok = classify_dev(top_k_tokens, seq_lens, device_buffer_tokens,
+                                              device_buffer_locs, host_cache_locs, cache_index, b,
+                                              rid, (steps - 1) * top_k + k, top_k, steps, hot, tail,
+                                              degraded)
+                if kind == HOT:
+                    cache_policy[row, val] = e_now
+                elif kind == MISS:
+                    p = table_find_dev(metadata, row, t, sigma, tok)
+                    u = metadata[row, index + p] & MASK32
+                    if u < cap:
+                        cuda.atomic.or_(scratch_state, (row, compact + u), np.int32(CLAIM_BIT))
+                k += tile
+            cuda.syncthreads()
+            budget = np.int64(hot)
+            if overflow:
+                budget = max(np.int64(0), hot - union_hits - (num_misses - cap))
+            lim = min(num_misses, cap)
+            u0, u1 = thread_range_dev(lim, tid, tile)
+            count = 0
+            for u in range(u0, u1):
+                if scratch_state[row, compact + u] & CLAIM_BIT:
+                    count += 1
+            base, _ = block_exclusive_scan(scan, count, tid, tile)
+            for u in range(u0, u1):
+                if scratch_state[row, compact + u] & CLAIM_BIT:
+                    if base < budget:
+                        scratch_state[row, compact + u] |= ADMIT_BIT
+                    base += 1
+            cuda.syncthreads()
+        # ordinals of the misses that need a victim
+        u0, u1 = thread_range_dev(num_misses, tid, tile)
+        count = 0
+        for u in range(u0, u1):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                count += 1
+        base, num_victims = block_exclusive_scan(scan, count, tid, tile)
+        if union_mode:
+            # sampled CLOCK: miss u samples its own partition of the ring (disjoint between misses)
+            i = base
+            for u in range(u0, u1):
+                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                    partition_size = (hot - 1 - u) // num_misses + 1
+                    sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
+                    best = -1
+                    best_age = np.int64(-1)
+                    for sample in range(sample_count):
+                        slot = (cursor + u + (sample * partition_size // sample_count) * num_misses) % hot
+                        r = np.int64(load_coherent_dev(cache_policy, (row, slot)))
+                        if r != e_now:
+                            age = (e_now - r) & emask
+                            if age > best_age:
+                                best = slot
+                                best_age = age
+                    victims[i] = best
+                    if best >= 0:
+                        cache_policy[row, best] = e_now
+                    i += 1
+        else:
+            # approximate mode: walks in rounds. aux[i] is where miss i's walk stands (-1: ended).
+            # A proposal writes PROPOSED + unique_idx into the slot's epoch with atomic.min, so the
+            # smallest unique_idx wins; the winner then stamps E.
+            i = base
+            for u in range(u0, u1):
+                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                    victims[i] = -1
+                    linear = u - cap if u >= cap else u
+                    aux[i] = linear if linear < hot else -1
+                    i += 1
+            for _ in range(t + 1):       # every round settles a miss or ends with no proposal
+                cuda.syncthreads()
+                if tid == 0:
+                    flag[1] = 0
+                cuda.syncthreads()
+                i = base
+                for u in range(u0, u1):
+                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                        if victims[i] < 0 and aux[i] >= 0:
+                            stride = num_misses - cap if u >= cap else num_misses
+                            linear = np.int64(aux[i])
+                            while linear < hot and load_coherent_dev(
+                                    cache_policy, (row, approximate_candidate_dev(linear, e_now,
+                                                   hot))) == e_now:
+                                linear += stride
+                            if linear < hot:
+                                aux[i] = linear
+                                cuda.atomic.min(cache_policy, (row,
+                                                approximate_candidate_dev(linear, e_now, hot)),
+                                                np.int32(PROPOSED + u))
+                                flag[1] = 1
+                            else:
+                                aux[i] = -1
+                        i += 1
+                cuda.syncthreads()
+                if flag[1] == 0:
+                    break
+                i = base
+                for u in range(u0, u1):
+                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                        if victims[i] < 0 and aux[i] >= 0:
+                            slot = approximate_candidate_dev(np.int64(aux[i]), e_now, hot)
+                            if load_coherent_dev(cache_policy, (row, slot)) == PROPOSED + u:
+                                victims[i] = slot
+                                cache_policy[row, slot] = e_now
+                        i += 1
+        cuda.syncthreads()
+        # fallback: the k-th miss without a victim takes the k-th unstamped slot in ring order
+        fcount = 0
+        for i in range(base, base + count):
+            if victims[i] < 0:
+                fcount += 1
+        fbase, nfall = block_exclusive_scan(scan, fcount, tid, tile)
+        for i in range(base, base + count):
+            if victims[i] < 0:
+                aux[fbase] = i
+                fbase += 1
+        cuda.syncthreads()
+        if nfall > 0:
+            r0, r1 = thread_range_dev(hot, tid, tile)
+            free = 0
+            for r in range(r0, r1):
+                if load_coherent_dev(cache_policy, (row, (cursor + r) % hot)) != e_now:
+                    free += 1
+            rank, _ = block_exclusive_scan(scan, free, tid, tile)
+            for r in range(r0, r1):
+                slot = (cursor + r) % hot
+                if load_coherent_dev(cache_policy, (row, slot)) != e_now:
+                    if rank < nfall:
+                        victims[aux[rank]] = slot
+                        cache_policy[row, slot] = e_now
+                    rank += 1
+            cuda.syncthreads()
+        # apply: zero-copy promotion or in-place direct overflow; erase the evicted tokens
+        i = base
+        for u in range(u0, u1):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                v = np.int64(victims[i])
+                p = scratch_state[row, compact + u] & COMPACT_POS_MASK
+                tok = load_coherent_dev(metadata, (row, p)) & MASK32
+                applied = False
+                if v >= 0:
+                    old_loc = device_buffer_locs[rid, v]
+                    if old_loc >= 0:
+                        old_tok = np.int64(device_buffer_tokens[rid, v])
+                        if old_tok >= 0:
+                            hash_erase_dev(cache_index, rid, old_tok, v)
+                        device_buffer_tokens[rid, v] = tok
+                        if u < cap:
+                            device_buffer_locs[rid, v] = scratch_locs[rid, u]
+                            scratch_locs[rid, u] = old_loc
+                        else:
+                            metadata[row, index + p] = (sigma << 32) | old_loc
+                        applied = True
+                if not applied:
+                    victims[i] = -1
+                    if u >= cap:
+                        metadata[row, index + p] = (sigma << 32) | UNRESOLVED
+                i += 1
+        cuda.syncthreads()
+        warp = tid // LANES
+        lane = tid % LANES
+        if overflow:
+            u = cap + warp
+            while u < num_misses:
+                p = scratch_state[row, compact + u] & COMPACT_POS_MASK
+                dst = metadata[row, index + p] & MASK32
+                if dst != UNRESOLVED:
+                    src = host_cache_locs[rid, load_coherent_dev(metadata, (row, p)) & MASK32]
+                    copy_item(host_words, src, dev_words, dst, words_per_item, lane, LANES)
+                    if record and lane == 0:
+                        miss_src[b, u] = src
+                        miss_dst[b, u] = dst
+                u += warps
+        hash_insert_dev(cache_index, rid, device_buffer_tokens, victims, num_victims, aux, flag,
+                        scan, tid, tile)
+        if overflow:
+            occ = tid
+            while occ < t:
+                s = occ // top_k
+                x = np.int64(load_coherent_dev(out, (b, s, occ - s * top_k)))
+                if x <= -2:
+                    p = scratch_state[row, compact + (-2 - x)] & COMPACT_POS_MASK
+                    low = metadata[row, index + p] & MASK32
+                    out[b, s, occ - s * top_k] = -1 if low == UNRESOLVED else low
+                occ += tile
+        if tid == 0:
+            scratch_state[0, COUNT_LAST * n + rid] = num_misses
+            scratch_state[0, COUNT_WORK * n + rid] = 0
+            scratch_state[0, COUNT_UNION * n + rid] = 0
+            scratch_state[0, COUNT_GEN * n + rid] = pack_generation_dev(sigma,
+                                                                        degraded or flag[0] != 0)
+            cache_policy[0, rid] = pack_clock_dev(e_now, (cursor + min(num_misses,
+                                                  np.int64(hot))) % hot, cbits)
+            if record:
+                miss_count[b] = num_misses
+
+    @cuda.jit(device=True, inline=True)
+    def arrive_dev(counters, b):
+        """Count this tile as arrived at request ``b``: 1 if it was the last one and so finishes
+        the request, else 0 (always 0 with a committer tile, which finishes it instead)."""
+        last = cuda.atomic.add(counters, (b, 1), 1) == tiles - 1
+        return 1 if last and not committer else 0
+
+    @cuda.jit(device=True, inline=True)
+    def finish_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                           host_words, dev_words, out, seq_lens, cache_index, cache_policy,
+                           scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
+                           counters, flags, claim_keys, claim_first, unique_token, unique_claim,
+                           words_per_item, b, rid, tid, victims, aux, scan, flag):
+        """Once every tile of request ``b`` has arrived: index the scratch table by unique_idx,
+        reset the request's workspace, commit. (At most 29 arguments: Python passes a longer call
+        as ``*args``, which Numba cannot inline.)"""
+        n = device_buffer_tokens.shape[0]
+        tail = device_buffer_tokens.shape[1] - hot
+        row = rid + 1
+        sigma = next_sigma_dev(np.int64(scratch_state[0, COUNT_GEN * n + rid]))
+        cuda.threadfence()
+        num_misses = load_coherent_dev(scratch_state, (0, COUNT_WORK * n + rid))
+        u = tid
+        while u < num_misses:
+            p = table_find_dev(metadata, row, t, sigma, load_coherent_dev(unique_token, b * t + u))
+            metadata[row, index + p] = (sigma << 32) | u
+            scratch_state[row, compact + u] = p
+            c = load_coherent_dev(unique_claim, b * t + u)
+            claim_keys[b, c] = EMPTY_KEY
+            claim_first[b, c] = NO_OCCURRENCE
+            u += tile
+        j = tid
+        while j < 3 * tiles:
+            flags[b, j // tiles, j % tiles] = 0
+            j += tile
+        if tid == 0:
+            counters[b, 0] = 0
+            counters[b, 1] = 0
+        cuda.syncthreads()
+        commit_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                           host_words, dev_words, out, seq_lens, cache_index, cache_policy,
+                           scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
+                           words_per_item, tail, n, b, rid, tid, victims, aux, scan, flag)
+
+    @jit_kernel(max_threads=tile)
+    def swap(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_words,
+             dev_words, out, req_pool_indices, seq_lens, cache_index, cache_policy, scratch_locs,
+             scratch_state, metadata, num_real_reqs, miss_src, miss_dst, miss_count, counters,
+             flags, claim_keys, claim_first, claim_unique, unique_token, unique_claim, copy_src,
+             copy_dst, words_per_item, tail, n):
+        b = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        if b >= num_real_reqs[0]:
+            for r in range(reps):
+                occ = (cuda.blockIdx.y * tile + tid) * reps + r
+                if occ < t:
+                    out[b, occ // top_k, occ % top_k] = 0
+            if record and cuda.blockIdx.y == 0 and tid == 0:
+                miss_count[b] = 0
+            return
+        shared = cuda.shared.array(5, np.int32)   # ticket, hits, firsts before, last, has dups
+        scan = cuda.shared.array(tile, np.int32)
+        victims = cuda.shared.array(t, np.int16)  # per victim ordinal: its slot, -1 = none yet
+        aux = cuda.shared.array(t, np.int16)      # walk positions, fallback list, hash-insert state
+        flag = cuda.shared.array(2, np.int32)     # hash degraded, a proposal this round
+        claim = cuda.local.array(reps, np.int32)   # claim position of a missed occurrence, or -1
+        token = cuda.local.array(reps, np.int32)
+        is_first = cuda.local.array(reps, np.int32)
+        if tid == 0:
+            # tiles take their index from a ticket, so a tile only ever waits for tiles that started
+            shared[0] = cuda.atomic.add(counters, (b, 0), 1)
+            shared[1] = 0
+            shared[2] = 0
+            shared[3] = 0
+            shared[4] = 0
+        cuda.syncthreads()
+        y = shared[0]
+        first = (y * tile + tid) * reps          # this thread's occurrences: first .. first+reps-1
+        rid = req_pool_indices[b]
+        row = rid + 1
+        cap = scratch_locs.shape[1]
+        e_now = next_epoch_dev(np.int64(cache_policy[0, rid]), cbits, ebits)
+        gen = np.int64(scratch_state[0, COUNT_GEN * n + rid])
+        degraded = gen < 0
+        sigma = next_sigma_dev(gen)
+
+        is_committer = committer and y == tiles
+        base = 0                                  # first misses in the earlier tiles
+        num_copies = 0
+        if is_committer:
+            # it took the request's last ticket, so every other tile of the request has
+            # started: wait until all of them have arrived
+            if tid == 0:
+                while load_coherent_dev(counters, (b, 1)) < tiles:
+                    pass
+        else:
+            # 1. classify: outputs of non-misses, stamps, scratch-table inserts, claims of
+            # missed tokens
+            for r in range(reps):
+                occ = first + r
+                claim[r] = -1
+                is_first[r] = 0
+                if occ < t:
+                    kind, val, tok = classify_dev(top_k_tokens, seq_lens, device_buffer_tokens,
+                                                  device_buffer_locs, host_cache_locs, cache_index,
+                                                  b, rid, occ, top_k, steps, hot, tail, degraded)
+                    location = np.int64(-1)
+                    if kind == TAIL:
+                        location = val
+                    elif kind == HOT:
+                        location = device_buffer_locs[rid, val]
+                        if cuda.atomic.exch(cache_policy, (row, val), np.int32(e_now)) != e_now:
+                            cuda.atomic.add(shared, 1, 1)
+                    elif kind == MISS:
+                        table_insert_dev(metadata, row, t, sigma, tok)
+                        p = claim_token_dev(claim_keys, b, tok)
+                        cuda.atomic.min(claim_first, (b, p), np.int32(occ))
+                        claim[r] = p
+                        token[r] = tok
+                    if kind != MISS:
+                        out[b, occ // top_k, occ % top_k] = location
+            cuda.syncthreads()
+            if tid == 0 and shared[1] > 0:
+                cuda.atomic.add(scratch_state, (0, COUNT_UNION * n + rid), shared[1])
+            publish_dev(flags, b, CLAIMED, y, 1, tid)
+
+            # 2. once the earlier tiles have claimed, an occurrence is its token's first iff
+            # claim_first names it (later tiles only add larger occurrences); rank the firsts
+            wait_for_tiles_dev(flags, b, CLAIMED, y, tid, tile)
+            count = 0
+            for r in range(reps):
+                if claim[r] >= 0:
+                    if load_coherent_dev(claim_first, (b, claim[r])) == first + r:
+                        is_first[r] = 1
+                        count += 1
+                    else:
+                        shared[4] = 1
+            rank, num_first = block_exclusive_scan(scan, count, tid, tile)
+            publish_dev(flags, b, COUNTED, y, num_first + 1, tid)
+            before = wait_for_tiles_dev(flags, b, COUNTED, y, tid, tile)
+            if before > 0:
+                cuda.atomic.add(shared, 2, before)
+            cuda.syncthreads()
+            base = shared[2]
+
+            # 3. unique_idx = base + rank: outputs, copy list (scratch misses) and plan
+            u = base + rank
+            copies = 0
+            for r in range(reps):
+                if is_first[r] == 1:
+                    claim_unique[b, claim[r]] = u
+                    unique_token[b * t + u] = token[r]
+                    unique_claim[b * t + u] = claim[r]
+                    occ = first + r
+                    if u < cap:
+                        loc = scratch_locs[rid, u]
+                        out[b, occ // top_k, occ % top_k] = loc
+                        if loc >= 0:
+                            copies += 1
+                    else:
+                        out[b, occ // top_k, occ % top_k] = -2 - u
+                    u += 1
+            entry, num_copies = block_exclusive_scan(scan, copies, tid, tile)
+            entry += b * t + base
+            u = base + rank
+            for r in range(reps):
+                if is_first[r] == 1:
+                    if u < cap and scratch_locs[rid, u] >= 0:
+                        src = host_cache_locs[rid, token[r]]
+                        dst = scratch_locs[rid, u]
+                        copy_src[entry] = src
+                        copy_dst[entry] = dst
+                        entry += 1
+                        if record:
+                            miss_src[b, u] = src
+                            miss_dst[b, u] = dst
+                    u += 1
+            if tid == 0 and num_first > 0:
+                cuda.atomic.add(scratch_state, (0, COUNT_WORK * n + rid), num_first)
+
+            # 4. publish_dev NUMBERED. A tile holding later occurrences of missed tokens then waits for
+            # NUMBERED of the earlier tiles and gives them their first occurrence's location; it
+            # arrives (the per-request arrival counter) only after that, the others at once.
+            publish_dev(flags, b, NUMBERED, y, 1, tid)
+            dups = shared[4]
+            if tid == 0 and dups == 0:
+                shared[3] = arrive_dev(counters, b)
+            if dups == 1:
+                wait_for_tiles_dev(flags, b, NUMBERED, y, tid, tile)
+                for r in range(reps):
+                    if claim[r] >= 0 and is_first[r] == 0:
+                        u = load_coherent_dev(claim_unique, (b, claim[r]))
+                        occ = first + r
+                        loc = scratch_locs[rid, u] if u < cap else -2 - u
+                        out[b, occ // top_k, occ % top_k] = loc
+                cuda.threadfence()
+                cuda.syncthreads()
+                if tid == 0:
+                    shared[3] = arrive_dev(counters, b)
+        cuda.syncthreads()
+
+        # 5. the committer tile, or without one the last tile to arrive_dev, finishes the request.
+        # Copy destinations were read above, before the commit can swap scratch locations.
+        if is_committer or shared[3] == 1:
+            finish_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs,
+                               device_buffer_locs, host_words, dev_words, out, seq_lens,
+                               cache_index, cache_policy, scratch_locs, scratch_state, metadata,
+                               miss_src, miss_dst, miss_count, counters, flags, claim_keys,
+                               claim_first, unique_token, unique_claim, words_per_item, b, rid, tid,
+                               victims, aux, scan, flag)
+
+        # 6. this tile's scratch copies (host -> scratch locations); a committer tile has none
+        start = b * t + base
+        copy_items_flat(host_words, copy_src, start, dev_words, copy_dst, start, num_copies,
+                        words_per_item, tid, tile)
+
+    return swap
