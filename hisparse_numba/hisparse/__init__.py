@@ -2,9 +2,9 @@
 
 Read in this order: ``gather`` (moving items host -> device), ``swap_in`` (the single-step LRU
 swap-in; its checks in ``swap_in_checks``), ``planned_copy`` (replaying its miss plan into other
-layers), ``miss_plan`` (sizing a plan), ``spec_state`` and ``speculative`` (the multi-step swap-in
-of speculative decoding). Each launcher is ``check_<family>(...)`` (the accepted call) then its
-module's ``launch_unchecked(call)``. The behaviour: ``docs/hisparse-single-step.md``.
+layers), ``miss_plan`` (sizing a plan), ``spec_hash``, ``spec_state`` and ``speculative/`` (the multi-step
+swap-in of speculative decoding). Each launcher is ``check_<family>(...)`` (the accepted call) then its
+module's ``launch_unchecked(call)``. The behaviour: ``docs/hisparse-single-step.md`` and ``docs/hisparse-speculative.md``.
 """
 
 from .gather import gather_to_hot_buffer, gather_to_hot_buffer_reference

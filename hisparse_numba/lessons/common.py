@@ -226,13 +226,14 @@ def launch_spec_unchecked(kw) -> None:
     state = kw["state"]
     batch, steps, top_k = (int(x) for x in kw["top_k_tokens"].shape)
     hot = int(state.cache_policy.shape[1])
-    cfg = spec.SpecConfig(batch=batch, steps=steps, top_k=top_k, hot=hot,
-                          tail=int(kw["device_buffer_tokens"].shape[1]) - hot,
-                          num_requests=int(state.scratch_locs.shape[0]),
-                          capacity=int(state.scratch_locs.shape[1]),
-                          item_size_bytes=int(kw["host_cache"].strides[0]),
-                          record=kw.get("miss_src") is not None)
-    spec.launch_unchecked(cfg, **{k: kw.get(k) for k in LAUNCH_KEYWORDS})
+    call = spec.SpecCall(batch=batch, steps=steps, top_k=top_k, hot=hot,
+                         tail=int(kw["device_buffer_tokens"].shape[1]) - hot,
+                         num_requests=int(state.scratch_locs.shape[0]),
+                         capacity=int(state.scratch_locs.shape[1]),
+                         item_size_bytes=int(kw["host_cache"].strides[0]),
+                         record=kw.get("miss_src") is not None,
+                         **{k: kw.get(k) for k in LAUNCH_KEYWORDS})
+    spec.launch_unchecked(call)
     device.synchronize()
 
 
