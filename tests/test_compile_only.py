@@ -12,3 +12,10 @@ def test_every_kernel_compiles_to_ptx():
                          capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "compiled" in out.stdout
+
+
+def test_long_compiles_print_a_heartbeat(capsys):
+    import time
+    with compile_check._heartbeat("a kernel", every_s=0.05):
+        time.sleep(0.2)
+    assert "still compiling a kernel" in capsys.readouterr().out
