@@ -14,9 +14,9 @@ from hisparse_numba import errors
 PACKAGE = Path(hisparse_numba.__file__).resolve().parent
 LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 RAISERS = {"fail", "ValueError", "RuntimeError", "TypeError"}
-# Benchmarks and lesson helpers raise RuntimeError for their own result checks ("expected N
+# Benchmarks, lesson helpers and the parity check raise RuntimeError for their own result checks ("expected N
 # misses"), not for a caller's mistake: there only fail()/ValueError count.
-SELF_CHECK_DIRS = {"bench", "lessons"}
+SELF_CHECK_DIRS = {"bench", "lessons", "parity"}
 SAMPLE = "7"  # what each {placeholder} of a raise site becomes in the rendered message
 
 
