@@ -39,8 +39,9 @@ FAMILIES = (
     "hisparse_numba.kv_canary.examples",
 )
 
-_SHARED_DECL = re.compile(r"^\s*\.shared\s+(?:\.align\s+\d+\s+)?\.(?:b|u|s|f)(\d+)\s+\S+?\[(\d+)\]", re.M)
-_ENTRY = re.compile(r"\.entry\s+(\S+?)\(")
+# a declaration such as ".visible .shared .align 2 .b8 _cudapy_smem_1[8192];" (not ld/st.shared)
+_SHARED_DECL = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)?\.shared\s+(?:\.align\s+\d+\s+)?"
+                          r"\.[bsuf](\d+)\s+[^\s\[]+\[(\d+)\]", re.M)
 
 
 def nvvm_missing() -> str | None:

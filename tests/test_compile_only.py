@@ -33,8 +33,9 @@ def test_the_supported_architectures_start_at_the_t4():
 
 def test_static_shared_memory_is_read_from_ptx():
     ptx = (".visible .entry k(\n"
-           ".shared .align 4 .b8 _cudapy_smem_1[16384];\n"
-           "\t.shared .align 2 .b8 _cudapy_smem_2[8192];\n")
+           ".visible .shared .align 4 .b8 _cudapy_smem_1[16384];\n"
+           "\t.shared .align 2 .b8 _cudapy_smem_2[8192];\n"
+           "\tst.shared.u16 \t[%rd8], %rs1;\n\tld.shared.u16 \t%rs2, [_cudapy_smem_1];\n")
     assert compile_check.static_shared_bytes(ptx) == 16384 + 8192
 
 
