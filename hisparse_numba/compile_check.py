@@ -100,7 +100,11 @@ def check_architecture(cc: tuple[int, int], specialisations: dict, collected_cc)
 
     limit = min(ARCHITECTURES[cc][1], STATIC_SHARED_LIMIT)
     problems = []
-    for (fn, sig), ptx in specialisations.items():
+    t0 = last = time.perf_counter()
+    for done, ((fn, sig), ptx) in enumerate(specialisations.items()):
+        if time.perf_counter() - last > 10:
+            last = time.perf_counter()
+            print(f"  {arch_name(cc)}: {done}/{len(specialisations)} compiled ({last - t0:.0f} s)", flush=True)
         if cc != collected_cc:
             try:
                 ptx, _ = device.cuda.compile_ptx(fn, sig, cc=cc)

@@ -131,7 +131,7 @@ def test_verdicts_are_read_from_the_printed_lines():
 
 
 @pytest.mark.slow
-def test_the_runner_on_a_converted_lesson_in_both_forms(converted_00, tmp_path, capsys):
+def test_the_runner_on_a_converted_lesson_in_both_forms(converted_00, tmp_path, capfd):
     shipped = runner.run_lesson(converted_00, tmp_path / "out", progress=False)
     assert shipped.ok and shipped.verdicts == [("00-a", "not yet")], shipped.line()
     solved = runner.run_lesson(converted_00, tmp_path / "out", solved=True, progress=False)
@@ -139,6 +139,8 @@ def test_the_runner_on_a_converted_lesson_in_both_forms(converted_00, tmp_path, 
     assert "[00-a right]" in solved.line() and "solved" in solved.line()
     assert converted_00.line().split()[:7] == ["00", "The", "hot", "buffer:", "HiSparse", "in", "one"]
     assert "20 min" in converted_00.line() and "none: the on-ramp" in converted_00.line()
+    out, err = capfd.readouterr()               # the kernels' own stderr included
+    assert "without encryption" not in out + err and "Parent appears to have exited" not in out + err
 
 
 def test_a_shipped_exercise_that_prints_right_fails_the_shipped_form(converted_00, tmp_path, monkeypatch):
