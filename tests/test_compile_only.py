@@ -43,3 +43,13 @@ def test_a_bad_architecture_is_refused_in_one_line():
     out = subprocess.run([sys.executable, "-m", "hisparse_numba.compile_check", "--arch", "sm_70"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 2 and "supported are sm_75" in out.stderr
+
+
+def test_without_nvvm_the_check_is_skipped_with_the_fix(monkeypatch):
+    import cuda.pathfinder
+
+    def not_found(name):
+        raise RuntimeError(f"lib{name} not found")
+    monkeypatch.setattr(cuda.pathfinder, "load_nvidia_dynamic_lib", not_found)
+    reason = compile_check.nvvm_missing()
+    assert "NVVM is not installed" in reason and "make test PTX=1" in reason and ".[ptx]" in reason
