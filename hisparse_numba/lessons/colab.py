@@ -61,7 +61,7 @@ REPOSITORY = "{repository}"
 
 {install_plan}
 
-_plan = colab_install_plan(os.environ, sys.modules, _list_gpus() if "COLAB_RELEASE_TAG" in os.environ else [])
+_plan = colab_install_plan(os.environ, sys.modules, _list_gpus())
 if _plan is not None:
     print("Colab: pip install", _plan[0], "(about a minute)")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", _plan[0]], check=True)
