@@ -30,11 +30,18 @@ def test_colab_gpu_runtime_installs_the_cuda12_extra():
 
 
 def test_the_cell_runs_off_colab_and_does_nothing(capsys, monkeypatch):
+    import subprocess
+
     monkeypatch.delenv("COLAB_RELEASE_TAG", raising=False)
     calls = []
-    monkeypatch.setattr("subprocess.run", lambda *a, **k: calls.append(a))
+
+    def fake_run(cmd, *args, **kwargs):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, "GPU 0: NVIDIA H200 (UUID: GPU-1)\n", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
     exec(compile(colab.colab_cell_source(), "<colab cell>", "exec"), {})
-    assert calls == [] and capsys.readouterr().out == ""
+    assert not any("pip" in c for c in calls) and capsys.readouterr().out == ""
 
 
 def test_the_cell_on_a_colab_cpu_runtime_pip_installs_and_picks_the_simulator(capsys, monkeypatch):
