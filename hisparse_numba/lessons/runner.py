@@ -18,6 +18,7 @@ else from the copy a wheel carries inside the package (``hisparse_numba/lessons/
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -123,8 +124,9 @@ def select(lessons: list[Lesson], ids) -> list[Lesson]:
     return [l for l in lessons if l.id in wanted]
 
 
+@functools.cache
 def _kernel_dir() -> str:
-    """A Jupyter data dir whose ``python3`` kernel is this very interpreter."""
+    """A Jupyter data dir whose ``python3`` (and ``hisparse-numba``) kernel is this very interpreter."""
     root = tempfile.mkdtemp(prefix="hisparse-kernel-")
     spec = {
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
@@ -267,7 +269,9 @@ def run_lesson(lesson: Lesson, out_dir: Path, timeout: int = 600, solved: bool =
 
     from .. import device
 
-    os.environ["JUPYTER_PATH"] = _kernel_dir() + os.pathsep + os.environ.get("JUPYTER_PATH", "")
+    paths = os.environ.get("JUPYTER_PATH", "")
+    if _kernel_dir() not in paths.split(os.pathsep):
+        os.environ["JUPYTER_PATH"] = _kernel_dir() + os.pathsep + paths
     os.environ.setdefault("MPLBACKEND", "Agg")
     form = "solved" if solved else "shipped"
     t0 = time.perf_counter()
