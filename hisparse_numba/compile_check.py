@@ -15,9 +15,11 @@ Numba.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import re
 import sys
+import threading
 import time
 
 # compute capability -> (GPUs a workshop meets, max shared memory per block in bytes with opt-in)
@@ -79,16 +81,36 @@ def compile_gather() -> None:
                          item_size_bytes=32)
 
 
+@contextlib.contextmanager
+def _heartbeat(what: str, every_s: float = 30.0):
+    """Print ``still compiling <what>`` every ``every_s`` seconds until the block ends."""
+    done = threading.Event()
+    t0 = time.perf_counter()
+
+    def beat():
+        while not done.wait(every_s):
+            print(f"  ... still compiling {what} ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 def collect(cc: tuple[int, int]) -> dict:
     """Run every family's examples once: ``{(py_func, signature): PTX for cc}``."""
     from . import device
 
     device.COMPILE_TARGET_CC = cc
-
     t0 = time.perf_counter()
-    compile_gather()
+    with _heartbeat("the gather"):
+        compile_gather()
     for name in FAMILIES:
-        importlib.import_module(name).compile_examples()
+        with _heartbeat(name):
+            importlib.import_module(name).compile_examples()
         print(f"  {name}: {len(device.compiled_signatures)} specialisations so far "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
     return dict(device.compiled_signatures)
@@ -100,14 +122,11 @@ def check_architecture(cc: tuple[int, int], specialisations: dict, collected_cc)
 
     limit = min(ARCHITECTURES[cc][1], STATIC_SHARED_LIMIT)
     problems = []
-    t0 = last = time.perf_counter()
-    for done, ((fn, sig), ptx) in enumerate(specialisations.items()):
-        if time.perf_counter() - last > 10:
-            last = time.perf_counter()
-            print(f"  {arch_name(cc)}: {done}/{len(specialisations)} compiled ({last - t0:.0f} s)", flush=True)
+    for (fn, sig), ptx in specialisations.items():
         if cc != collected_cc:
             try:
-                ptx, _ = device.cuda.compile_ptx(fn, sig, cc=cc)
+                with _heartbeat(f"{fn.__qualname__} for {arch_name(cc)}"):
+                    ptx, _ = device.cuda.compile_ptx(fn, sig, cc=cc)
             except Exception as exc:  # report every failing kernel, not only the first
                 problems.append(f"{fn.__qualname__}{sig}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
                 continue

@@ -53,3 +53,10 @@ def test_without_nvvm_the_check_is_skipped_with_the_fix(monkeypatch):
     monkeypatch.setattr(cuda.pathfinder, "load_nvidia_dynamic_lib", not_found)
     reason = compile_check.nvvm_missing()
     assert "NVVM is not installed" in reason and "make test PTX=1" in reason and ".[ptx]" in reason
+
+
+def test_long_compiles_print_a_heartbeat(capsys):
+    import time
+    with compile_check._heartbeat("a kernel", every_s=0.05):
+        time.sleep(0.2)
+    assert "still compiling a kernel" in capsys.readouterr().out
