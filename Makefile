@@ -1,7 +1,7 @@
 # make lessons        run every lesson notebook headless, in the solved form (the main job)
 # make test           the test suite on the CUDA simulator; no CUDA toolkit download
 # make test-quick     the same without the tests marked slow (pytest -m "not slow")
-# make test PTX=1     also install NVVM (~500 MB, the `ptx` extra) and compile every kernel for
+# make test PTX=1     also install NVVM (~460 MB installed, the `ptx` extra) and compile every kernel for
 #                     sm_75..sm_90 (what CI runs: .ci/run)
 # make jupyter        JupyterLab on a scratch copy of the lessons (my-lessons/), never on lessons/
 # make kernel         register the "hisparse-numba" Jupyter kernel in .venv
@@ -34,7 +34,7 @@ $(VENV)/.lessons-$(GPU_EXTRA): $(VENV)/bin/python pyproject.toml
 	touch $@
 
 $(VENV)/.test-$(TEST_EXTRAS): $(VENV)/bin/python pyproject.toml
-	@echo "installing hisparse-numba[$(TEST_EXTRAS)] into $(VENV)$(if $(PTX), (NVVM: about 500 MB),)"
+	@echo "installing hisparse-numba[$(TEST_EXTRAS)] into $(VENV)$(if $(PTX), (NVVM: about 460 MB),)"
 	$(PIP) install --progress-bar on -e ".[$(TEST_EXTRAS)]"
 	touch $@
 

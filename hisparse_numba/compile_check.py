@@ -56,7 +56,7 @@ def nvvm_missing() -> str | None:
         load_nvidia_dynamic_lib("nvvm")
     except Exception as exc:
         return (f"NVVM is not installed ({type(exc).__name__}): pip install -e '.[ptx]' "
-                "(about 500 MB of CUDA wheels), or make test PTX=1")
+                "(about 460 MB of CUDA wheels), or make test PTX=1")
     return None
 
 
