@@ -112,7 +112,7 @@ def test_sections_and_substitution(tmp_path, converted_00):
 
 def test_mismatched_solutions_are_named(converted_00):
     (converted_00.path.parent / "solutions" / "00.py").write_text("# exercise: 00-b\npass\n")
-    with pytest.raises(ValueError, match=r"no section for \['00-a'\]; no cell for \['00-b'\]"):
+    with pytest.raises(sol.SolutionsFileError, match=r"no section for \['00-a'\]; no cell for \['00-b'\]"):
         runner.load(converted_00, solved=True)
 
 

@@ -324,7 +324,7 @@ def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600,
     for lesson in lessons:
         try:
             result = run_lesson(lesson, Path(out_dir), timeout, solved)
-        except (FileNotFoundError, ValueError) as exc:  # a missing or mismatched solutions file
+        except (FileNotFoundError, sol.SolutionsFileError) as exc:  # a missing or mismatched solutions file
             result = LessonResult(lesson, "-", 0.0, False, str(exc), "solved" if solved else "shipped")
         print(result.line(), flush=True)
         results.append(result)

@@ -18,6 +18,10 @@ SECTION = re.compile(r"^# exercise:\s*(\S+)\s*$", re.M)
 VERDICT = re.compile(r"^(right|wrong:|not yet:)", re.M)
 
 
+class SolutionsFileError(Exception):
+    """A solutions file that does not fit its notebook (a project bug, not a learner's error)."""
+
+
 def solutions_path(lessons_dir: Path, lesson_id: str) -> Path:
     return Path(lessons_dir) / "solutions" / f"{lesson_id}.py"
 
@@ -30,7 +34,7 @@ def read_sections(path: Path) -> dict[str, str]:
     for mark, nxt in zip(marks, marks[1:] + [None]):
         ex = mark.group(1)
         if ex in sections:
-            raise ValueError(f"{path}: exercise {ex} has two sections")
+            raise SolutionsFileError(f"{path}: exercise {ex} has two sections")
         sections[ex] = text[mark.end():nxt.start() if nxt else len(text)].strip("\n")
     return sections
 
@@ -52,7 +56,7 @@ def solve(nb, sections: dict[str, str], name: str = "notebook") -> None:
     missing = [ex for ex in ids if ex not in sections]
     extra = [ex for ex in sections if ex not in ids]
     if missing or extra:
-        raise ValueError(f"{name}: solutions do not match the exercise cells "
+        raise SolutionsFileError(f"{name}: solutions do not match the exercise cells "
                          f"(no section for {missing or 'none'}; no cell for {extra or 'none'})")
     for index, ex in cells:
         nb.cells[index].source = sections[ex]
