@@ -1,42 +1,71 @@
-# make lessons   run every lesson notebook headless (the main job)
-# make test      run the test suite
+# make lessons        run every lesson notebook headless, in the solved form (the main job)
+# make test           the test suite on the CUDA simulator; no CUDA toolkit download
+# make test-quick     the same without the tests marked slow (pytest -m "not slow")
+# make test PTX=1     also install NVVM (~460 MB installed, the `ptx` extra) and compile every kernel for
+#                     sm_75..sm_90 (what CI runs: .ci/run)
+# make jupyter        JupyterLab on a scratch copy of the lessons (my-lessons/), never on lessons/
+# make kernel         register the "hisparse-numba" Jupyter kernel in .venv
 # Each target creates its own virtual environment (.venv) and installs what it needs.
 # On a GPU machine add the CuPy extra for your CUDA major: make test CUDA=12 (or CUDA=13).
-# Without CUDA=, tests install the `ptx` extra (NVVM) so that CPU-only CI compiles every kernel.
+comma  := ,
 PYTHON ?= python3
 VENV   ?= .venv
 CUDA   ?=
+PTX    ?=
+# JupyterLab options: make jupyter JUPYTER_ARGS="--ip=0.0.0.0 --port=8888 --no-browser"
+JUPYTER_ARGS ?= --no-browser
+LESSONS_COPY ?= my-lessons
 GPU_EXTRA := $(if $(CUDA),cuda$(CUDA),)
+# NVVM only when asked and no GPU extra is chosen (a GPU extra brings its own; no cu12/cu13 mix)
+TEST_EXTRAS := test$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),$(if $(PTX),$(comma)ptx,))
 PIP    := $(VENV)/bin/python -m pip
+# Running as root (GPU containers) needs --allow-root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: lessons test doctor jupyter clean
+.PHONY: lessons lessons-shipped test test-quick doctor jupyter kernel wheel clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.lessons-$(GPU_EXTRA): $(VENV)/bin/python pyproject.toml
-	$(PIP) install -q -e ".[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)]"
+	@echo "installing hisparse-numba[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)] into $(VENV) (a minute or two)"
+	$(PIP) install --progress-bar on -e ".[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)]"
 	touch $@
 
-$(VENV)/.test-$(GPU_EXTRA): $(VENV)/bin/python pyproject.toml
-	$(PIP) install -q -e ".[test,$(if $(GPU_EXTRA),$(GPU_EXTRA),ptx)]"
+$(VENV)/.test-$(TEST_EXTRAS): $(VENV)/bin/python pyproject.toml
+	@echo "installing hisparse-numba[$(TEST_EXTRAS)] into $(VENV)$(if $(PTX), (NVVM: about 460 MB),)"
+	$(PIP) install --progress-bar on -e ".[$(TEST_EXTRAS)]"
 	touch $@
-
-comma := ,
 
 lessons: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba doctor
+	@echo "make lessons: the solved form (each exercise stub replaced by lessons/solutions/NN.py);"
+	@echo "              'make lessons-shipped' runs them as a learner gets them"
+	$(VENV)/bin/hisparse-numba lessons run --solved
+
+lessons-shipped: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba lessons run
 
-test: $(VENV)/.test-$(GPU_EXTRA)
+test: $(VENV)/.test-$(TEST_EXTRAS)
 	$(VENV)/bin/python -m pytest
+
+test-quick: $(VENV)/.test-$(TEST_EXTRAS)
+	$(VENV)/bin/python -m pytest -m "not slow"
 
 doctor: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba doctor
 
-jupyter: $(VENV)/.lessons-$(GPU_EXTRA)
-	$(VENV)/bin/jupyter lab lessons/
+kernel: $(VENV)/.lessons-$(GPU_EXTRA)
+	$(VENV)/bin/hisparse-numba kernel install --sys-prefix
+
+jupyter: kernel
+	@test -d $(LESSONS_COPY) || $(VENV)/bin/hisparse-numba lessons copy $(LESSONS_COPY)
+	@echo "JupyterLab on $(LESSONS_COPY)/ (your copy; lessons/ stays clean). Options: JUPYTER_ARGS=\"...\""
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) $(JUPYTER_ARGS) $(LESSONS_COPY)/
+
+wheel: $(VENV)/bin/python
+	$(PIP) wheel --no-deps -w dist .
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist .pytest_cache .hypothesis hisparse_numba/lessons/notebooks

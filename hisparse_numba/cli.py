@@ -1,16 +1,58 @@
-"""``hisparse-numba``: doctor, lessons, bench and explain."""
+"""hisparse-numba: doctor, lessons, kernel, bench and explain.
+
+Each subcommand is one row of COMMANDS: its name, a one-line help, the function that adds its
+arguments and the function that runs it. A new subcommand is a new row (and its two functions).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import textwrap
+import traceback
+
+PROG = "hisparse-numba"
+
+EXAMPLES = """\
+examples:
+  hisparse-numba doctor                      what runs the kernels here, and what to fix
+  hisparse-numba lessons list                one line per lesson (--all: the error catalogue)
+  hisparse-numba lessons run 00 03           run lessons 00 and 03 headless (as shipped)
+  hisparse-numba lessons run --solved        run every lesson with its solutions
+  hisparse-numba lessons copy ~/hisparse     a scratch copy of the lessons to work in
+  hisparse-numba kernel install --user       register the "hisparse-numba" Jupyter kernel
+  hisparse-numba bench swap-in               GPU benchmark (needs a CUDA GPU)
+  hisparse-numba explain "hot_buffer_size must be >= num_top_k"
+"""
 
 BENCHMARKS = {
-    "swap-in": "hisparse_numba.bench.swap_in",
-    "spec": "hisparse_numba.bench.spec",
-    "canary": "hisparse_numba.bench.canary",
+    "swap-in": ("hisparse_numba.bench.swap_in", "single-step swap-in, batch 1..64"),
+    "spec": ("hisparse_numba.bench.spec", "speculative swap-in vs four single steps vs replays"),
+    "canary": ("hisparse_numba.bench.canary", "kv-canary plan, write, verify"),
 }
+GPU_RUNS = "notes/gpu-runs.md"
+
+
+class CliError(Exception):
+    """A bad invocation or an unusable machine: printed as one line, exit status 2."""
+
+
+def _device():
+    """``hisparse_numba.device``, or a CliError naming the fix when the backend cannot start."""
+    try:
+        from . import device
+    except (ValueError, RuntimeError) as exc:
+        raise CliError(f"{exc} (`hisparse-numba doctor` explains; HISPARSE_NUMBA_BACKEND=simulator "
+                       "always works)") from None
+    return device
+
+
+# ---------------------------------------------------------------- doctor
+
+def _doctor_args(p):
+    pass
 
 
 def _doctor(args) -> int:
@@ -19,24 +61,206 @@ def _doctor(args) -> int:
     return report()
 
 
+# ---------------------------------------------------------------- lessons
+
+def _lessons_args(p):
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    q = actions.add_parser("list", help="one line per lesson: id, title, minutes, prerequisites, error",
+                           description="One line per lesson: id, title, minutes, prerequisites and the "
+                                       "error it teaches (from each notebook's metadata).")
+    q.add_argument("--all", action="store_true",
+                   help="also print every error-catalogue entry under its lesson")
+    _dir_option(q)
+
+    q = actions.add_parser("run", help="run lesson notebooks headless, one line per lesson",
+                           description="Run lesson notebooks top to bottom in a fresh kernel and print "
+                                       "one line per lesson with the exercise checkers' verdicts.",
+                           epilog="examples:\n  hisparse-numba lessons run\n  hisparse-numba lessons "
+                                  "run 00 --solved\n", formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("ids", nargs="*", metavar="ID", help="lesson ids such as 00 01 (default: every lesson)")
+    q.add_argument("--solved", action="store_true",
+                   help="replace each exercise stub by its solution (lessons/solutions/NN.py); every "
+                        "checker must then print right")
+    q.add_argument("--out", default="build/lessons", help="where executed copies and HTML go "
+                                                          "(default: build/lessons)")
+    q.add_argument("--timeout", type=_positive_int, default=600, help="seconds per cell (default: 600)")
+    _dir_option(q)
+
+    q = actions.add_parser("copy", help="copy the lessons into a folder to work in",
+                           description="Copy the lesson notebooks (and lessons/README.md) into DIR, so "
+                                       "your edits and outputs never touch the tracked lessons/.")
+    q.add_argument("dest", metavar="DIR", help="folder to create or fill, e.g. ~/hisparse-lessons")
+    q.add_argument("--force", action="store_true", help="overwrite notebooks that already exist in DIR")
+    _dir_option(q)
+
+    q = actions.add_parser("colab-cell", help="insert or update the Colab setup cell in notebooks",
+                           description="Make the Colab setup cell the first code cell of each notebook "
+                                       "(idempotent). The repository URL comes from pyproject.toml.")
+    q.add_argument("paths", nargs="+", metavar="PATH", help="notebooks, or folders of NN-*.ipynb notebooks")
+    q.add_argument("--repository", default=None,
+                   help="GitHub URL to install from (default: [project.urls] Repository in pyproject.toml)")
+
+    q = actions.add_parser("colab-badges", help="print the Markdown table of Open-in-Colab badges",
+                           description="Print a Markdown table with an Open-in-Colab badge per lesson.")
+    q.add_argument("--repository", default=None, help="GitHub URL (default: the one in pyproject.toml)")
+    _dir_option(q)
+
+
+def _dir_option(p):
+    p.add_argument("--dir", default=None, help="lessons folder (default: ./lessons, else the installed copy)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    return value
+
+
+def _lessons_dir(args):
+    from pathlib import Path
+
+    if args.dir is not None and not Path(args.dir).is_dir():
+        raise CliError(f"--dir {args.dir}: no such folder")
+    return args.dir
+
+
 def _lessons(args) -> int:
     from .lessons import runner
 
     if args.action == "list":
-        from . import errors
+        return _lessons_list(runner.discover(_lessons_dir(args)), args.all)
+    if args.action == "run":
+        _device()
+        return runner.run(args.ids, _lessons_dir(args), args.out, args.timeout, solved=args.solved)
+    if args.action == "copy":
+        from .lessons import scratch
 
-        for lesson in runner.discover(args.dir):
-            print(f"{lesson.id}  {lesson.title}")
+        try:
+            copied = scratch.copy_lessons(args.dest, _lessons_dir(args), force=args.force)
+        except (FileExistsError, FileNotFoundError) as exc:
+            raise CliError(str(exc)) from None
+        print(f"copied {len(copied)} files to {args.dest}; open it with: jupyter lab {args.dest}")
+        return 0
+    if args.action == "colab-cell":
+        return _colab_cell(args)
+    from .lessons import colab
+
+    print(colab.badge_table(runner.discover(_lessons_dir(args)), args.repository))
+    return 0
+
+
+def _lessons_list(lessons, show_all: bool) -> int:
+    if not lessons:
+        raise CliError("no lesson notebooks found (pass --dir FOLDER)")
+    for lesson in lessons:
+        print(lesson.line())
+        if show_all:
+            from . import errors
+
             for entry in errors.entries_for_lesson(lesson.id):
                 text = entry.pattern if len(entry.pattern) <= 96 else entry.pattern[:93] + "..."
                 print(f"      [{entry.origin}] {text}")
-        print("\n`hisparse-numba explain \"<message>\"` gives an entry's cause and fix.")
-        return 0
-    return runner.run(args.ids, args.dir, args.out, args.timeout)
+    hint = "" if show_all else "`hisparse-numba lessons list --all` adds the error catalogue; "
+    print(f"\n{hint}`hisparse-numba explain \"<message>\"` gives an entry's cause and fix.")
+    return 0
+
+
+def _colab_cell(args) -> int:
+    from pathlib import Path
+
+    from .lessons import colab
+
+    notebooks = []
+    for path in map(Path, args.paths):
+        if path.is_dir():
+            notebooks += sorted(path.glob("[0-9][0-9]-*.ipynb"))
+        elif path.suffix == ".ipynb" and path.is_file():
+            notebooks.append(path)
+        else:
+            raise CliError(f"{path}: not a notebook or a folder")
+    if not notebooks:
+        raise CliError("no notebooks found in " + ", ".join(args.paths))
+    changed = colab.add_setup_cells(notebooks, args.repository)
+    print(f"setup cell: {len(changed)} notebook(s) changed, {len(notebooks) - len(changed)} already up to date")
+    return 0
+
+
+# ---------------------------------------------------------------- kernel
+
+def _kernel_args(p):
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    q = actions.add_parser("install", help="register this Python as the Jupyter kernel \"hisparse-numba\"",
+                           description="Register this Python as a Jupyter kernel named hisparse-numba "
+                                       "(JupyterLab and JupyterHub list it as \"Python 3 (hisparse-numba)\").")
+    where = q.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="for the current user (~/.local/share/jupyter)")
+    where.add_argument("--sys-prefix", action="store_true",
+                       help="inside this environment (the default; what a hub image wants)")
+    where.add_argument("--prefix", default=None, help="under this prefix, e.g. /usr/local")
+
+
+def _kernel(args) -> int:
+    from .lessons import scratch
+
+    try:
+        path = scratch.install_kernel(user=args.user, prefix=args.prefix)
+    except ImportError:
+        raise CliError("ipykernel is not installed: pip install 'hisparse-numba[lessons]'") from None
+    print(f"installed kernelspec {scratch.KERNEL_NAME} in {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- bench
+
+def _bench_args(p):
+    names = p.add_subparsers(dest="name", metavar="NAME", required=True)
+    wanted = _bench_requested()
+    for name, (module, help_text) in BENCHMARKS.items():
+        q = names.add_parser(name, help=help_text, description=f"GPU benchmark: {help_text}.")
+        if name in wanted:
+            _bench_module(name).add_arguments(q)
+
+
+def _bench_requested() -> set:
+    """The benchmark named on the command line, the only module imported (imports Numba)."""
+    argv = sys.argv[1:] if _ARGV is None else _ARGV
+    if "bench" in argv:
+        rest = argv[argv.index("bench") + 1:]
+        return {a for a in rest if a in BENCHMARKS}
+    return set()
+
+
+def _bench_module(name: str):
+    module = BENCHMARKS[name][0]
+    try:
+        return importlib.import_module(module)
+    except (ValueError, RuntimeError) as exc:  # the device layer refused the backend
+        raise CliError(f"{exc} (`hisparse-numba doctor` explains)") from None
+    except ImportError:
+        traceback.print_exc()
+        raise CliError(f"benchmark module {module} failed to import (traceback above); "
+                       "this is a bug in hisparse-numba") from None
 
 
 def _bench(args) -> int:
-    return importlib.import_module(BENCHMARKS[args.name]).run(args)
+    device = _device()
+    if device.backend() != "cuda":
+        raise CliError(
+            f"bench {args.name} needs a CUDA GPU and the backend here is {device.backend()!r}: "
+            "install the CuPy extra for your driver's CUDA major (pip install 'hisparse-numba[cuda12]' "
+            f"or '[cuda13]') on a GPU machine; the H200 figures are in {GPU_RUNS}")
+    return _bench_module(args.name).run(args)
+
+
+# ---------------------------------------------------------------- explain
+
+def _explain_args(p):
+    p.add_argument("message", nargs="+", help="the error message (quote it, or paste a whole traceback)")
 
 
 def _explain(args) -> int:
@@ -45,47 +269,57 @@ def _explain(args) -> int:
     message = " ".join(args.message)
     matches = errors.explain(message)
     if not matches:
-        print("No catalogue entry matches that message. `hisparse-numba lessons list` shows them all.")
+        print("No catalogue entry matches that message. `hisparse-numba lessons list --all` shows them all.")
         return 1
     for entry in matches:
         print(entry.render())
     return 0
 
 
+# name -> (help, add arguments, run)
+COMMANDS = {
+    "doctor": ("backend, versions, GPU and known problems with their fixes (never fails)",
+               _doctor_args, _doctor),
+    "lessons": ("list, run or copy the lesson notebooks; Colab cells and badges", _lessons_args, _lessons),
+    "kernel": ("register the hisparse-numba Jupyter kernel", _kernel_args, _kernel),
+    "bench": ("GPU benchmarks with ratios to hardware ceilings measured in the same run",
+              _bench_args, _bench),
+    "explain": ("find the catalogue entry (cause, fix, lesson) for a pasted error message",
+                _explain_args, _explain),
+}
+
+_ARGV = None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hisparse-numba", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("doctor", help="backend, versions, GPU and known problems with their fixes")
-    p.set_defaults(func=_doctor)
-
-    p = sub.add_parser("lessons", help="list or run the lesson notebooks headless")
-    p.add_argument("action", choices=["list", "run"])
-    p.add_argument("ids", nargs="*", help="lesson ids such as 00 01 (default: all)")
-    p.add_argument("--dir", default=None, help="lessons folder (default: ./lessons)")
-    p.add_argument("--out", default="build/lessons", help="where executed copies and HTML go")
-    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
-    p.set_defaults(func=_lessons)
-
-    p = sub.add_parser("bench", help="GPU benchmarks with ratios to measured hardware ceilings")
-    bench = p.add_subparsers(dest="name", required=True)
-    for name, module in BENCHMARKS.items():
-        q = bench.add_parser(name)
-        try:
-            importlib.import_module(module).add_arguments(q)
-        except ImportError:
-            pass
-        q.set_defaults(func=_bench)
-
-    p = sub.add_parser("explain", help="find the catalogue entry for a pasted error message")
-    p.add_argument("message", nargs="+")
-    p.set_defaults(func=_explain)
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="sglang's HiSparse and kv-canary KV-cache kernels in Numba CUDA, with lessons.",
+        epilog=EXAMPLES + "\n`hisparse-numba COMMAND --help` describes each command.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (help_text, add_arguments, run) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".")
+        add_arguments(p)
+        p.set_defaults(func=run)
     return parser
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    global _ARGV
+    _ARGV = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args = build_parser().parse_args(_ARGV)
+            return int(args.func(args) or 0)
+        except CliError as exc:
+            print(textwrap.shorten(f"{PROG}: error: {exc}", 10_000), file=sys.stderr)
+            return 2
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:  # piped into `head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

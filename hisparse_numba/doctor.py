@@ -1,10 +1,19 @@
-"""``hisparse-numba doctor``: what this machine runs the kernels on, and what to fix."""
+"""``hisparse-numba doctor``: what this machine runs the kernels on, and what to fix.
+
+It never raises: whatever fails to load (a bad ``HISPARSE_NUMBA_BACKEND``, ``cuda`` without a GPU,
+a broken CuPy) becomes a known problem with its fix.
+"""
 
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 from importlib import metadata
+
+from .compile_check import ARCHITECTURES, MIN_COMPUTE_CAPABILITY
+
+BACKEND_ENV = "HISPARSE_NUMBA_BACKEND"
 
 
 def _version(dist: str) -> str | None:
@@ -36,23 +45,75 @@ def driver_version() -> tuple[int, int] | None:
     return None
 
 
-def gather() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(facts, problems): facts as (name, value); problems as (what, fix)."""
-    import numpy as np
-
+def _import_device():
     from . import device
 
+    return device
+
+
+def _backend_problem(exc: Exception) -> tuple[str, str]:
+    """The known problem and fix for a device layer that refused to start."""
+    choice = os.environ.get(BACKEND_ENV, "")
+    text = str(exc)
+    if isinstance(exc, ValueError):
+        return text, f"unset {BACKEND_ENV} (auto) or set it to one of auto, cuda, simulator, compile-only"
+    if "CuPy" in text:
+        return text, "pip install 'hisparse-numba[cuda12]' (or [cuda13]: the CUDA major `nvidia-smi` shows)"
+    if choice.strip().lower() == "cuda":
+        return text, (f"unset {BACKEND_ENV} (auto picks the simulator on a CPU machine) or run on a "
+                      "machine with an NVIDIA GPU and its driver")
+    return text, f"set {BACKEND_ENV}=simulator, then run `hisparse-numba doctor` again"
+
+
+def capability_problem(cc: tuple[int, int], name: str = "this GPU") -> tuple[str, str] | None:
+    """A known problem when compute capability ``cc`` is below the supported minimum."""
+    if tuple(cc) >= MIN_COMPUTE_CAPABILITY:
+        return None
+    lo = MIN_COMPUTE_CAPABILITY
+    return (f"{name} has compute capability {cc[0]}.{cc[1]}, below the minimum {lo[0]}.{lo[1]} "
+            f"(sm_{lo[0]}{lo[1]}, a T4) that hisparse-numba compiles and tests for",
+            f"use a GPU of compute capability >= {lo[0]}.{lo[1]} ({ARCHITECTURES[lo][0]} or newer), "
+            f"or {BACKEND_ENV}=simulator")
+
+
+def gather() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(facts, problems): facts as (name, value); problems as (what, fix). Never raises."""
     facts: list[tuple[str, str]] = []
     problems: list[tuple[str, str]] = []
-    facts.append(("backend", device.backend()))
+    try:
+        device = _import_device()
+    except Exception as exc:  # doctor reports, never raises
+        facts.append(("backend", f"unusable ({BACKEND_ENV}={os.environ.get(BACKEND_ENV, '')!r})"))
+        _versions(facts)
+        problems.append(_backend_problem(exc))
+        return facts, problems
+    try:
+        _gather(device, facts, problems)
+    except Exception as exc:
+        problems.append((f"doctor could not finish: {type(exc).__name__}: {exc}",
+                         f"report it with this output; {BACKEND_ENV}=simulator runs everything meanwhile"))
+    return facts, problems
+
+
+def _versions(facts) -> list[str]:
     facts.append(("python", platform.python_version()))
-    facts.append(("numpy", np.__version__))
-    facts.append(("numba", _version("numba") or "not installed"))
-    facts.append(("numba-cuda", _version("numba-cuda") or "not installed"))
+    for dist in ("numpy", "numba", "numba-cuda"):
+        facts.append((dist, _version(dist) or "not installed"))
     cupy = _cupy_dists()
     facts.append(("cupy", ", ".join(cupy) if cupy else "not installed"))
     drv = driver_version()
     facts.append(("CUDA driver", f"{drv[0]}.{drv[1]}" if drv else "none"))
+    lo = MIN_COMPUTE_CAPABILITY
+    facts.append(("minimum GPU", f"compute capability {lo[0]}.{lo[1]} (sm_{lo[0]}{lo[1]})"))
+    return cupy
+
+
+def _gather(device, facts, problems) -> None:
+    import numpy as np
+
+    facts.append(("backend", device.backend()))
+    cupy = _versions(facts)
+    drv = driver_version()
 
     if device.ROW_STACK_SHIM:
         problems.append((
@@ -65,6 +126,9 @@ def gather() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     if nc and not nc.startswith("0.30."):
         problems.append((f"numba-cuda {nc} is not the tested 0.30.x (newer releases drop the CUDA simulator)",
                          "pip install 'numba-cuda>=0.30,<0.31'"))
+    if os.environ.get(BACKEND_ENV, "auto").strip().lower() == "compile-only":
+        problems.append((f"{BACKEND_ENV}=compile-only: kernels are compiled to PTX and never run",
+                         f"unset {BACKEND_ENV} to run them (auto)"))
 
     if device.backend() == "cuda":
         cp = device.xp
@@ -76,6 +140,9 @@ def gather() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         facts.append(("GPU", f"{name}, {props['totalGlobalMem'] / 2**30:.1f} GiB, "
                              f"compute capability {props['major']}.{props['minor']}, "
                              f"{props['multiProcessorCount']} SMs"))
+        below = capability_problem((props["major"], props["minor"]), name)
+        if below:
+            problems.append(below)
         wheel_major = None
         for d in cupy:
             if d.startswith("cupy-cuda1"):
@@ -95,10 +162,10 @@ def gather() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         if drv and not cupy:
             problems.append((f"a CUDA {drv[0]} driver is present but CuPy is not installed",
                              f"pip install 'hisparse-numba[cuda{drv[0]}]'"))
-    return facts, problems
 
 
 def report() -> int:
+    """Print the facts and the known problems; always 0 (a diagnosis is not a failure)."""
     facts, problems = gather()
     width = max(len(k) for k, _ in facts)
     print("hisparse-numba doctor")

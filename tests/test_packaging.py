@@ -1,7 +1,15 @@
-"""pyproject.toml and environment.yml pin the same things; the README names what CI runs."""
+"""pyproject.toml and the conda files pin the same things; the README names what CI runs; a real
+wheel carries the lessons."""
 
+import os
 import re
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
+
+import pytest
 
 import yaml
 
@@ -19,22 +27,25 @@ def _split(req: str):
     return m.group(1).lower(), m.group(3).replace(" ", "")
 
 
-def _pyproject():
+CONDA_FILES = {"environment.yml": None, "environment-cuda12.yml": "cuda12", "environment-cuda13.yml": "cuda13"}
+
+
+def _pyproject(gpu_extra=None):
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(data["dependencies"])
-    for extra in ("lessons", "test", "ptx"):
+    for extra in ("lessons", "test") + ((gpu_extra,) if gpu_extra else ()):
         reqs += data["optional-dependencies"][extra]
     pins = {}
     for r in reqs:
         if "python_version" in r:
             continue
         name, spec = _split(r)
-        pins[name] = spec
+        pins[CONDA_NAMES.get(name, name)] = spec
     return data, pins
 
 
-def _environment():
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+def _environment(filename="environment.yml"):
+    env = yaml.safe_load((ROOT / filename).read_text())
     pins = {}
     for dep in env["dependencies"]:
         if isinstance(dep, dict):
@@ -48,14 +59,29 @@ def _environment():
     return env, pins
 
 
-def test_environment_matches_pyproject():
-    data, py = _pyproject()
-    env, conda = _environment()
+@pytest.mark.parametrize("filename", list(CONDA_FILES))
+def test_environment_matches_pyproject(filename):
+    data, py = _pyproject(CONDA_FILES[filename])
+    env, conda = _environment(filename)
     assert "conda-forge" in env["channels"]
     assert conda["python"] == data["requires-python"]
     for name, spec in py.items():
-        assert name in conda, f"{name} is in pyproject.toml but not in environment.yml"
-        assert conda[name] == spec, f"{name}: pyproject {spec!r} vs environment.yml {conda[name]!r}"
+        assert name in conda, f"{name} is in pyproject.toml but not in {filename}"
+        assert conda[name] == spec, f"{name}: pyproject {spec!r} vs {filename} {conda[name]!r}"
+
+
+@pytest.mark.parametrize("major", ["12", "13"])
+def test_conda_gpu_variant_pins_its_cuda_major(major):
+    text = (ROOT / f"environment-cuda{major}.yml").read_text()
+    assert f"cuda-version={major}" in text and f"numba-cuda[cu{major}]" in text
+    other = "13" if major == "12" else "12"
+    assert f"cu{other}" not in text
+
+
+def test_the_cpu_conda_file_downloads_no_cuda_toolkit():
+    env, _ = _environment()
+    flat = str(env["dependencies"])
+    assert "cu12" not in flat and "cu13" not in flat and "cupy" not in flat
 
 
 def test_numpy_pin_excludes_2_5_and_numba_cuda_is_0_30():
@@ -68,4 +94,69 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in readme and "make lessons" in readme
-    assert re.search(r"^make test$", ci, re.M)
+    assert re.search(r"^make test PTX=1$", ci, re.M)
+
+
+def test_make_test_installs_nvvm_only_when_asked():
+    def install_line(*args):
+        out = subprocess.run(["make", "-n", "test", *args], cwd=ROOT, capture_output=True, text=True,
+                             env=dict(os.environ, MAKEFLAGS=""))
+        assert out.returncode == 0, out.stderr
+        return next(l for l in out.stdout.splitlines() if "pip install" in l and "-e" in l)
+
+    if shutil.which("make") is None:
+        pytest.fail("make is not installed; the README's commands need it")
+    assert '".[test]"' in install_line()
+    assert '".[test,ptx]"' in install_line("PTX=1")
+    assert '".[test,cuda12]"' in install_line("CUDA=12", "PTX=1")
+
+
+def test_the_repository_url_is_defined_once():
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert urls["Repository"].startswith("https://github.com/")
+    from hisparse_numba.lessons import colab
+    assert colab.repository_url(ROOT) == urls["Repository"]
+    for path in (ROOT / "hisparse_numba").rglob("*.py"):
+        assert urls["Repository"] not in path.read_text(), f"{path} repeats the repository URL"
+
+
+def _tracked_copy(dest: Path) -> Path:
+    """The files git tracks (and untracked, unignored ones), copied to ``dest``: a clean build tree."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    for name in listed:
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+@pytest.mark.slow
+def test_a_real_wheel_carries_the_lessons(tmp_path):
+    """pip wheel --no-deps on a clean copy, then ``lessons list`` from the unpacked wheel, away from
+    any lessons/ folder, finds every lesson (and the solutions travel with them)."""
+    src = _tracked_copy(tmp_path / "src")
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
+                          str(src)], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    wheel = next((tmp_path / "dist").glob("hisparse_numba-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    lessons = sorted(p.name for p in (ROOT / "lessons").glob("[0-9][0-9]-*.ipynb"))
+    packaged = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("hisparse_numba/lessons/notebooks/")
+                      and n.endswith(".ipynb"))
+    assert packaged == lessons
+    solutions = sorted(p.name for p in (ROOT / "lessons" / "solutions").glob("*.py"))
+    assert sorted(n.rsplit("/", 1)[1] for n in names
+                  if n.startswith("hisparse_numba/lessons/notebooks/solutions/")) == solutions
+    assert not any("ipynb_checkpoints" in n for n in names)
+
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(site))
+    listed = subprocess.run([sys.executable, "-m", "hisparse_numba", "lessons", "list"], cwd=elsewhere, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    ids = [line.split()[0] for line in listed.stdout.splitlines() if re.match(r"^\d\d  ", line)]
+    assert ids == [name[:2] for name in lessons]

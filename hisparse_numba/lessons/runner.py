@@ -1,24 +1,39 @@
 """Run the lesson notebooks headless with nbclient and report one line per lesson.
 
-A lesson is ``lessons/NN-name.ipynb``; its id is ``NN`` and its title the first Markdown
-heading. Cells run top to bottom in a fresh kernel of *this* Python (so the lesson sees the
-same hisparse-numba and the same backend). A cell tagged ``raises-exception`` must raise (it
-reproduces the lesson's error); an error anywhere else fails the lesson. Executed copies and
-HTML renderings go to ``build/lessons/``.
+A lesson is ``lessons/NN-name.ipynb``; its id is ``NN``, its title the first Markdown heading,
+and its notebook metadata ``"hisparse"`` gives minutes, prerequisites, objectives, the error it
+teaches and its kernel module (absent fields read as unknown). Cells run top to bottom in a fresh
+kernel of *this* Python (so the lesson sees the same hisparse-numba and the same backend). A cell
+tagged ``raises-exception`` must raise (it reproduces the lesson's error); an error anywhere else
+fails the lesson.
+
+Two forms: *shipped* (the exercise cells hold stubs; their checkers print ``wrong:``/``not yet:``)
+and *solved* (``solved=True``: each exercise cell replaced by its section of
+``lessons/solutions/NN.py``; every checker must print ``right``). Executed copies and HTML
+renderings go to ``build/lessons/`` (``build/lessons/solved/`` for the solved form).
+
+Lessons are read from ``./lessons`` when it exists, else from the source checkout's ``lessons/``,
+else from the copy a wheel carries inside the package (``hisparse_numba/lessons/notebooks``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import re
 import os
+import re
+import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import solutions as sol
+
 RAISES_TAG = "raises-exception"
+PACKAGED_LESSONS = Path(__file__).resolve().parent / "notebooks"
+SOLVED_SUBDIR = "solved"
 
 
 @dataclass
@@ -26,6 +41,27 @@ class Lesson:
     id: str
     title: str
     path: Path
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def minutes(self):
+        return self.meta.get("minutes")
+
+    @property
+    def prerequisites(self) -> list:
+        return list(self.meta.get("prerequisites", []))
+
+    @property
+    def error(self) -> str:
+        return self.meta.get("error", "")
+
+    def line(self) -> str:
+        """One line for ``lessons list``: id, title, minutes, prerequisites, the error it raises."""
+        minutes = f"{self.minutes:>3} min" if self.minutes is not None else "  ? min"
+        after = "after " + ",".join(self.prerequisites) if self.prerequisites else ""
+        error = self.error if len(self.error) <= 90 else self.error[:87] + "..."
+        head = f"{self.id}  {self.title[:48]:<48}  {minutes}  {after:<14}"
+        return f"{head}  {error}".rstrip() if error else head.rstrip()
 
 
 @dataclass
@@ -35,18 +71,24 @@ class LessonResult:
     seconds: float
     ok: bool
     detail: str = ""
+    form: str = "shipped"
+    verdicts: list = field(default_factory=list)
 
     def line(self) -> str:
         status = f"ok{self.detail}" if self.ok else f"FAILED {self.detail}"
-        return f"{self.lesson.id:>3}  {self.lesson.title[:52]:<52}  {self.backend:<9}  {self.seconds:6.1f}s  {status}"
+        line = (f"{self.lesson.id:>3}  {self.lesson.title[:44]:<44}  {self.form:<7}  {self.backend:<9}  "
+                f"{self.seconds:6.1f}s  {status}")
+        if self.verdicts:
+            line += "  [" + ", ".join(f"{ex} {v}" for ex, v in self.verdicts) + "]"
+        return line
 
 
 def default_lessons_dir() -> Path:
-    """``./lessons`` when it exists, else the ``lessons`` folder of the source checkout."""
-    here = Path.cwd() / "lessons"
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "lessons"
+    """``./lessons``, else the source checkout's ``lessons/``, else the wheel's packaged copy."""
+    for candidate in (Path.cwd() / "lessons", Path(__file__).resolve().parents[2] / "lessons"):
+        if candidate.is_dir() and any(candidate.glob("[0-9][0-9]-*.ipynb")):
+            return candidate
+    return PACKAGED_LESSONS
 
 
 def notebook_title(nb) -> str:
@@ -65,7 +107,9 @@ def discover(lessons_dir: Path | None = None) -> list[Lesson]:
     lessons = []
     for path in sorted(lessons_dir.glob("[0-9][0-9]-*.ipynb")):
         nb = nbformat.read(path, as_version=4)
-        lessons.append(Lesson(path.name.split("-", 1)[0], notebook_title(nb), path))
+        meta = nb.metadata.get("hisparse", {})
+        lessons.append(Lesson(path.name.split("-", 1)[0], notebook_title(nb), path,
+                              dict(meta) if isinstance(meta, dict) else {}))
     return lessons
 
 
@@ -75,22 +119,24 @@ def select(lessons: list[Lesson], ids) -> list[Lesson]:
     wanted = {str(i).zfill(2) for i in ids}
     unknown = wanted - {l.id for l in lessons}
     if unknown:
-        raise SystemExit(f"no lesson with id {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(l.id for l in lessons)}")
+        known = ", ".join(l.id for l in lessons) or "none (no lesson notebooks found; pass --dir)"
+        raise SystemExit(f"no lesson with id {', '.join(sorted(unknown))}; known: {known}")
     return [l for l in lessons if l.id in wanted]
 
 
+@functools.cache
 def _kernel_dir() -> str:
-    """A Jupyter data dir whose ``python3`` kernel is this very interpreter."""
+    """A Jupyter data dir whose ``python3`` (and ``hisparse-numba``) kernel is this very interpreter."""
     root = tempfile.mkdtemp(prefix="hisparse-kernel-")
-    spec_dir = Path(root, "kernels", "python3")
-    spec_dir.mkdir(parents=True)
     spec = {
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (hisparse-numba)",
         "language": "python",
     }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    for name in ("python3", "hisparse-numba"):
+        spec_dir = Path(root, "kernels", name)
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return root
 
 
@@ -112,18 +158,73 @@ def _unraised(nb):
     return None
 
 
-def _execute(lesson: Lesson, timeout: int):
+def load(lesson: Lesson, solved: bool = False):
+    """The lesson's notebook, with the solutions in place of the exercise stubs when ``solved``."""
+    import nbformat
+
+    nb = nbformat.read(lesson.path, as_version=4)
+    if solved and sol.exercise_cells(nb):
+        path = sol.solutions_path(lesson.path.parent, lesson.id)
+        if not path.is_file():
+            raise FileNotFoundError(f"lesson {lesson.id} has exercise cells but no {path}")
+        sol.solve(nb, sol.read_sections(path), lesson.path.name)
+    return nb
+
+
+class _Progress:
+    """Per-cell progress on stderr: a rewritten status line on a terminal, else one line per slow cell."""
+
+    SLOW_S = 10.0
+
+    def __init__(self, lesson: Lesson, total: int, stream=None):
+        self.lesson, self.total, self.stream = lesson, total, stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.number, self.t0 = 0, 0.0
+
+    def start(self, cell=None, cell_index=None, **_):
+        self.number, self.t0 = self.number + 1, time.perf_counter()
+        if self.tty:
+            self.stream.write(f"\r  {self.lesson.id}  code cell {self.number}/{self.total} ...   ")
+            self.stream.flush()
+
+    def done(self, cell=None, cell_index=None, **_):
+        took = time.perf_counter() - self.t0
+        if not self.tty and took > self.SLOW_S:
+            print(f"  {self.lesson.id}  code cell {self.number}/{self.total} (cell {cell_index}) took "
+                  f"{took:.0f} s", file=self.stream, flush=True)
+
+    def close(self):
+        if self.tty:
+            self.stream.write("\r" + " " * 40 + "\r")
+            self.stream.flush()
+
+
+def _kernel_manager():
+    """A kernel manager on IPC sockets where the OS has them (no TCP "without encryption" warning)."""
+    from jupyter_client.manager import KernelManager
+
+    if os.name == "posix":
+        return KernelManager(kernel_name="python3", transport="ipc",
+                             ip=tempfile.mkdtemp(prefix="hisparse-ipc-") + "/kernel")
+    return KernelManager(kernel_name="python3")
+
+
+def _execute(lesson: Lesson, timeout: int, solved: bool = False, progress: bool = True):
     """Run the notebook in a fresh kernel: (executed notebook, failure of the machinery or None).
 
     A cell's own error is not a failure here; it stays in the outputs for ``_first_error``."""
-    import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    nb = nbformat.read(lesson.path, as_version=4)
+    nb = load(lesson, solved)
+    hooks = {}
+    if progress:
+        meter = _Progress(lesson, sum(c.cell_type == "code" for c in nb.cells))
+        hooks = {"on_cell_start": meter.start, "on_cell_executed": meter.done}
+    km = _kernel_manager()
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3",
-        resources={"metadata": {"path": str(lesson.path.parent)}},
+        nb, timeout=timeout, kernel_name="python3", km=km,
+        resources={"metadata": {"path": str(lesson.path.parent)}}, **hooks,
     )
     try:
         client.execute()
@@ -131,6 +232,16 @@ def _execute(lesson: Lesson, timeout: int):
         pass
     except Exception as exc:  # kernel died, timeout, or nbclient lost its kernel client
         return nb, exc
+    finally:
+        if progress:
+            meter.close()
+        if km.has_kernel:  # a kernel manager passed in is ours to shut down, not nbclient's
+            try:
+                km.shutdown_kernel(now=True)
+            except Exception:
+                pass
+        if km.transport == "ipc":
+            shutil.rmtree(Path(km.ip).parent, ignore_errors=True)
     return nb, None
 
 
@@ -139,33 +250,51 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def run_lesson(lesson: Lesson, out_dir: Path, timeout: int = 600) -> LessonResult:
-    """Run one lesson. When the notebook machinery itself fails (a dead kernel, or nbclient's
-    bare ``AssertionError`` when it loses its kernel client, seen on busy machines), the lesson
-    runs once more in a new kernel and the line says so; a cell timeout is not retried."""
+def _exercise_problem(found: list[tuple[str, str]], solved: bool) -> str | None:
+    """Why the exercise verdicts are wrong for the form, or None when they are as expected."""
+    expected = ("right",) if solved else ("wrong", "not yet")
+    bad = [f"{ex} printed {v}" for ex, v in found if v not in expected]
+    if bad:
+        want = "right" if solved else "wrong:/not yet:"
+        return f"exercise cells should print {want}: " + ", ".join(bad)
+    return None
+
+
+def run_lesson(lesson: Lesson, out_dir: Path, timeout: int = 600, solved: bool = False,
+               progress: bool = True) -> LessonResult:
+    """Run one lesson in one form. When the notebook machinery itself fails (a dead kernel, or
+    nbclient's bare ``AssertionError`` when it loses its kernel client, seen on busy machines), the
+    lesson runs once more in a new kernel and the line says so; a cell timeout is not retried."""
     from nbclient.exceptions import CellTimeoutError
 
     from .. import device
 
-    os.environ["JUPYTER_PATH"] = _kernel_dir() + os.pathsep + os.environ.get("JUPYTER_PATH", "")
+    paths = os.environ.get("JUPYTER_PATH", "")
+    if _kernel_dir() not in paths.split(os.pathsep):
+        os.environ["JUPYTER_PATH"] = _kernel_dir() + os.pathsep + paths
     os.environ.setdefault("MPLBACKEND", "Agg")
+    form = "solved" if solved else "shipped"
     t0 = time.perf_counter()
-    nb, failure = _execute(lesson, timeout)
+    nb, failure = _execute(lesson, timeout, solved, progress)
     note = ""
     if failure is not None and not isinstance(failure, CellTimeoutError):
         note = f" (second kernel; the first failed: {_describe(failure)})"
-        nb, failure = _execute(lesson, timeout)
+        nb, failure = _execute(lesson, timeout, solved, progress)
     seconds = time.perf_counter() - t0
     ok, detail = failure is None, "" if failure is None else _describe(failure)
+    found = sol.verdicts(nb)
     if ok:
         err = _first_error(nb)
         missing = _unraised(nb)
+        wrong_verdicts = _exercise_problem(found, solved)
         if err is not None:
             ok, detail = False, f"cell {err[0]}: {err[1]}"
         elif missing is not None:
             ok, detail = False, f"cell {missing} is tagged {RAISES_TAG} but did not raise"
-    _save(nb, lesson, out_dir)
-    return LessonResult(lesson, device.backend(), seconds, ok, detail + note)
+        elif wrong_verdicts is not None:
+            ok, detail = False, wrong_verdicts
+    _save(nb, lesson, out_dir / SOLVED_SUBDIR if solved else out_dir)
+    return LessonResult(lesson, device.backend(), seconds, ok, detail + note, form, found)
 
 
 def _save(nb, lesson: Lesson, out_dir: Path) -> None:
@@ -182,13 +311,23 @@ def _save(nb, lesson: Lesson, out_dir: Path) -> None:
         print(f"     (no HTML for {lesson.path.name}: {type(exc).__name__}: {exc})", file=sys.stderr)
 
 
-def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600) -> int:
+def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600,
+        solved: bool = False) -> int:
     lessons = select(discover(lessons_dir), ids)
+    if not lessons:
+        print(f"no lesson notebooks in {lessons_dir or default_lessons_dir()}", flush=True)
+        return 1
+    form = "solved (exercise cells replaced by lessons/solutions/NN.py)" if solved else \
+        "shipped (exercise cells as the learner gets them)"
+    print(f"running {len(lessons)} lesson(s), {form}; executed copies in {out_dir}", flush=True)
     results = []
     for lesson in lessons:
-        result = run_lesson(lesson, Path(out_dir), timeout)
+        try:
+            result = run_lesson(lesson, Path(out_dir), timeout, solved)
+        except (FileNotFoundError, sol.SolutionsFileError) as exc:  # a missing or mismatched solutions file
+            result = LessonResult(lesson, "-", 0.0, False, str(exc), "solved" if solved else "shipped")
         print(result.line(), flush=True)
         results.append(result)
     failed = [r for r in results if not r.ok]
     print(f"{len(results) - len(failed)} passed, {len(failed)} failed", flush=True)
-    return 1 if failed or not results else 0
+    return 1 if failed else 0
