@@ -22,7 +22,7 @@ PIP    := $(VENV)/bin/python -m pip
 # Running as root (GPU containers) needs --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: lessons lessons-shipped test test-quick doctor jupyter kernel wheel clean
+.PHONY: lessons lessons-shipped test test-quick doctor jupyter kernel wheel clean hub-test browser-test
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,7 @@ $(VENV)/.test-$(TEST_EXTRAS): $(VENV)/bin/python pyproject.toml
 
 lessons: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba doctor
+	$(VENV)/bin/hisparse-numba warmup --lessons
 	@echo "make lessons: the solved form (each exercise stub replaced by lessons/solutions/NN.py);"
 	@echo "              'make lessons-shipped' runs them as a learner gets them"
 	$(VENV)/bin/hisparse-numba lessons run --solved
@@ -66,6 +67,24 @@ jupyter: kernel
 
 wheel: $(VENV)/bin/python
 	$(PIP) wheel --no-deps -w dist .
+
+LESSON ?= $(firstword $(wildcard lessons/00-*.ipynb))
+
+$(VENV)/.hub: $(VENV)/.lessons-$(GPU_EXTRA)
+	$(PIP) install -q jupyterhub
+	npm install --silent --prefix .hub-node configurable-http-proxy
+	touch $@
+
+hub-test: $(VENV)/.hub
+	$(VENV)/bin/python scripts/hub_smoke_test.py $(LESSON) --timeout 900
+
+$(VENV)/.browser: $(VENV)/.lessons-$(GPU_EXTRA)
+	$(PIP) install -q playwright
+	@command -v chromium >/dev/null || { echo "browser-test needs Chromium: apt-get install chromium"; exit 1; }
+	touch $@
+
+browser-test: $(VENV)/.browser
+	$(VENV)/bin/python scripts/browser_test.py $(LESSON) --timeout 600 --screenshot build/browser-test.png
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .hypothesis hisparse_numba/lessons/notebooks

@@ -31,6 +31,9 @@ BENCHMARKS = {
     "swap-in": ("hisparse_numba.bench.swap_in", "single-step swap-in, batch 1..64"),
     "spec": ("hisparse_numba.bench.spec", "speculative swap-in vs four single steps vs replays"),
     "canary": ("hisparse_numba.bench.canary", "kv-canary plan, write, verify"),
+    "startup": ("hisparse_numba.bench.startup",
+                "where the time goes: cold/warm compile, first and steady calls, a public call's split"),
+    "graph": ("hisparse_numba.bench.graph", "eager launches vs CUDA-graph replay of a decode step"),
 }
 GPU_RUNS = "notes/gpu-runs.md"
 
@@ -267,13 +270,45 @@ def _explain(args) -> int:
     from . import errors
 
     message = " ".join(args.message)
-    matches = errors.explain(message)
-    if not matches:
-        print("No catalogue entry matches that message. `hisparse-numba lessons list --all` shows them all.")
-        return 1
-    for entry in matches:
-        print(entry.render())
-    return 0
+    text, status = errors.explain_report(message)
+    print(text)
+    return status
+
+
+# ---------------------------------------------------------------- warmup and parity
+
+def _requested(command: str) -> bool:
+    """Whether ``command`` is the subcommand on the command line (its options import Numba)."""
+    argv = sys.argv[1:] if _ARGV is None else _ARGV
+    return bool(argv) and argv[0] == command
+
+
+def _warmup_args(p):
+    if _requested("warmup"):
+        from . import warmup
+
+        warmup.add_arguments(p)
+
+
+def _warmup(args) -> int:
+    _device()
+    from . import warmup
+
+    return warmup.run(args)
+
+
+def _parity_args(p):
+    if _requested("parity"):
+        from .parity import command
+
+        command.add_arguments(p)
+
+
+def _parity(args) -> int:
+    _device()
+    from .parity import command
+
+    return command.run(args)
 
 
 # name -> (help, add arguments, run)
@@ -286,6 +321,10 @@ COMMANDS = {
               _bench_args, _bench),
     "explain": ("find the catalogue entry (cause, fix, lesson) for a pasted error message",
                 _explain_args, _explain),
+    "warmup": ("compile every kernel the lessons/tests use into the on-disk kernel cache (GPU)",
+               _warmup_args, _warmup),
+    "parity": ("compare with sglang's own kernels on identical inputs (needs sglang >= 0.5.23 on a GPU)",
+               _parity_args, _parity),
 }
 
 _ARGV = None

@@ -114,6 +114,10 @@ def _gather(device, facts, problems) -> None:
     facts.append(("backend", device.backend()))
     cupy = _versions(facts)
     drv = driver_version()
+    cache = device.kernel_cache_info()
+    facts.append(("kernel cache", f"{cache['location']} ({cache['entries']} compiled kernels, "
+                                  f"{cache['bytes'] / 1e6:.1f} MB)"
+                  + ("" if cache["enabled"] else " (not used: GPU only, or HISPARSE_NUMBA_KERNEL_CACHE=0)")))
 
     if device.ROW_STACK_SHIM:
         problems.append((

@@ -23,7 +23,7 @@ LESSON_STEPS = (
     ("kv-canary plan, write, verify", "hisparse_numba.kv_canary.examples", "compile_examples"),
 )
 TEST_STEPS = (
-    ("speculative swap-in, sanitizer workload", "hisparse_numba.hisparse.spec_examples",
+    ("speculative swap-in, sanitizer workload (source checkout)", "tests.hisparse.spec_workloads",
      "sanitizer_workload"),
     ("benchmark harness kernels", "hisparse_numba.warmup", "compile_harness"),
 )
