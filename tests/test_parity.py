@@ -210,7 +210,7 @@ def test_slot_checks_pass_on_identical_snapshots():
     kw = spec_problem(SMALL, None, 0)
     s = snap(kw)
     cross = [c for c in spec_slot_checks(s, s, s, SMALL.item_words) if ":" not in c.name]
-    assert len(cross) == 13 and all(c.ok for c in cross)
+    assert len(cross) == 14 and all(c.ok for c in cross)
     assert Check("x", True).detail == ""
 
 

@@ -213,7 +213,7 @@ def spec_slot_checks(ours: dict, theirs: dict, before: dict, item_words: int, cr
                             _first_diff(ours["miss_count"], theirs["miss_count"])))
     # per check: [requests that differ, elements only on our side, elements only on sglang's]
     tally = {k: [0, 0, 0] for k in ("hits", "miss", "resident", "epochs", "scratch", "src", "dst",
-                                    "sampled", "fallback")}
+                                    "sampled", "fallback", "new")}
 
     def count(key, x, y, how="set"):
         if how != "set":       # "exact": element by element; "multiset": after sorting
@@ -245,6 +245,7 @@ def spec_slot_checks(ours: dict, theirs: dict, before: dict, item_words: int, cr
             old_locs = before["device_buffer_locs"][rid, aside] if aside else []
             res_o, res_t = np.setdiff1d(res_o, old_tokens), np.setdiff1d(res_t, old_tokens)
             scr_o, scr_t = np.setdiff1d(scr_o, old_locs), np.setdiff1d(scr_t, old_locs)
+        count("new", np.setdiff1d(res_o, was), np.setdiff1d(res_t, was))
         count("resident", res_o, res_t)
         count("epochs", ours["state.cache_policy"][rid + 1], theirs["state.cache_policy"][rid + 1], how="multiset")
         count("scratch", scr_o, scr_t)
@@ -261,6 +262,7 @@ def spec_slot_checks(ours: dict, theirs: dict, before: dict, item_words: int, cr
                check("miss locations (set per request)", "miss"),
                check("union-mode victims chosen by sampling (set per request)", "sampled"),
                check("union-mode victims found by the fallback (set per request)", "fallback"),
+               check("tokens brought into the hot slots (set per request)", "new"),
                check("resident tokens (hot-slot table as a set)", "resident"),
                check("reference epochs (multiset per request)", "epochs"),
                check("scratch locations (set per request)", "scratch")]
