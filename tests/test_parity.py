@@ -17,10 +17,11 @@ import pytest
 from hisparse_numba import device
 from hisparse_numba.hisparse.spec_state import HiSparseSpecState
 from hisparse_numba.parity import add_arguments, run
-from hisparse_numba.parity.cases import (Sizes, canary_pipeline_case, canary_plan_case,
-                                         handoff_case, single_step_case, spec_case)
-from hisparse_numba.parity.compare import (Check, duplicate_tokens, handoff_counts, ring_checks,
-                                           spec_slot_checks)
+from hisparse_numba.parity.cases import (CaseResult, Sizes, canary_pipeline_case, canary_plan_case,
+                                         handoff_case, sglang_scan_problem, single_step_case, spec_case)
+from hisparse_numba.parity.command import report
+from hisparse_numba.parity.compare import (Check, duplicate_tokens, exclude_unstable, handoff_counts,
+                                           ring_checks, spec_slot_checks, union_victims)
 from hisparse_numba.parity.sides import OursSide, sglang_unavailable_reason
 
 SMALL = Sizes.small()
@@ -209,8 +210,67 @@ def test_slot_checks_pass_on_identical_snapshots():
     kw = spec_problem(SMALL, None, 0)
     s = snap(kw)
     cross = [c for c in spec_slot_checks(s, s, s, SMALL.item_words) if ":" not in c.name]
-    assert len(cross) == 11 and all(c.ok for c in cross)
+    assert len(cross) == 14 and all(c.ok for c in cross)
     assert Check("x", True).detail == ""
+
+
+def _fallback_problem():
+    """H 64, fresh state, 2 steps: the odd hot slots are hit, tokens 100 and 101 miss (union mode).
+    Miss 0 samples even positions (slot 0 wins, first of equal ages); miss 1 samples positions
+    1, 11, 21, 33, 43, 53, all hit, so it goes to the fallback: ours takes the next free slot
+    in ring order (2), sglang probes cursor + (1 + a) * 2654435761 mod 64 = 49, 34, ... (34)."""
+    from hisparse_numba.hisparse.spec_examples import make_spec_problem, set_selection, snapshot
+    kw = make_spec_problem(batch=1, steps=2, top_k=34, hot=64, tail=0, max_positions=512, seed=0)
+    sel = np.array(list(range(1, 64, 2)) + [100, 101], np.int32)
+    set_selection(kw, np.stack([sel, sel])[None], np.array([512, 512]))
+    return kw, snapshot(kw)
+
+
+def test_union_victims_split_sampled_and_fallback():
+    kw, before = _fallback_problem()
+    plan = union_victims(before, 0)
+    assert plan.union_mode and plan.misses == 2
+    assert plan.sampled == {0} and plan.fallback == 1
+
+
+def test_fallback_difference_is_named_once():
+    """A side whose fallback took slot 34 instead of 2 fails only the fallback check."""
+    from hisparse_numba.hisparse.spec_examples import snapshot
+    kw, before = _fallback_problem()
+    ReferenceSide().spec(kw)
+    ours = snapshot(kw)
+    evicted = ours["device_buffer_tokens"][0, :64] != before["device_buffer_tokens"][0, :64]
+    assert np.flatnonzero(evicted).tolist() == [0, 2]
+    theirs = {k: v.copy() for k, v in ours.items()}
+    dbt, dbl = theirs["device_buffer_tokens"][0], theirs["device_buffer_locs"][0]
+    scratch = theirs["state.scratch_locs"][0]
+    dbt[34], dbl[34] = dbt[2], dbl[2]
+    dbt[2], dbl[2] = before["device_buffer_tokens"][0, 2], before["device_buffer_locs"][0, 2]
+    scratch[scratch == before["device_buffer_locs"][0, 2]] = before["device_buffer_locs"][0, 34]
+    failed = {c.name: c.detail for c in spec_slot_checks(ours, theirs, before, 2, cross_only=True) if not c.ok}
+    assert failed == {"union-mode victims found by the fallback (set per request)":
+                      "1 requests differ: 1 only ours, 1 only sglang"}
+
+
+def test_exclude_unstable_sets_aside_only_what_sglang_does_not_determine():
+    checks = [Check("a", False, "x"), Check("b", False, "y"), Check("c", True)]
+    out = exclude_unstable(checks, [Check("a", False, "z"), Check("c", False, "w")])
+    assert out[0].ok and "z" in out[0].excluded
+    assert not out[1].ok and not out[1].excluded
+    assert out[2] == checks[2]
+    text = report([CaseResult("case", "slot level", out)], [], "header")
+    assert "DIFFERENT (1 of 2 checks fail; 1 set aside)" in text
+    assert "| case | a | z |" in text
+
+
+def test_sglang_scan_problem_block_sizes():
+    assert sglang_scan_problem(256, 2048, 4096)          # run 2's illegal memory access
+    assert sglang_scan_problem(960, 2048, 4096) is None
+    assert sglang_scan_problem(512, 2048, 4096) is None
+    assert sglang_scan_problem(256, 256, 512) is None      # 16 chunks <= 2 * 8 warps
+    big = Sizes.gpu()
+    assert sglang_scan_problem(big.block_size, big.single_top_k, big.single_hot) is None
+    assert sglang_scan_problem(SMALL.block_size, SMALL.single_top_k, SMALL.single_hot) is None
 
 
 _REASON = sglang_unavailable_reason()
