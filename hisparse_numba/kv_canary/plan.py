@@ -45,6 +45,7 @@ from .. import device
 from ..blockscan import block_exclusive_scan
 from ..checks import fail
 from ..device import cuda, xp
+from .arguments import int_arg
 from .plan_checks import PLAN_BS_BLOCK_SIZE, CanaryPlanCall, check_canary_plan
 
 
@@ -74,7 +75,7 @@ class VerifyPlan:
         ``array_module=numpy`` allocates host arrays (for the NumPy reference on a GPU machine).
         """
         am = xp if array_module is None else array_module
-        verify_capacity = int(verify_capacity)
+        verify_capacity = int_arg("verify_capacity", verify_capacity)
         if verify_capacity <= 0:
             fail(f"kv-canary: VerifyPlan verify_capacity must be positive, got {verify_capacity}")
         return cls(
@@ -108,7 +109,7 @@ class WritePlan:
     def allocate(cls, write_req_capacity: int, *, array_module=None) -> "WritePlan":
         """Device arrays for ``write_req_capacity`` rows (uninitialised); see ``VerifyPlan.allocate``."""
         am = xp if array_module is None else array_module
-        write_req_capacity = int(write_req_capacity)
+        write_req_capacity = int_arg("write_req_capacity", write_req_capacity)
         if write_req_capacity <= 0:
             fail(f"kv-canary: WritePlan write_req_capacity must be positive, got {write_req_capacity}")
         return cls(
@@ -146,7 +147,7 @@ def launch_canary_plan_kernels_reference(*, verify_plan_out, write_plan_out, req
                       req_to_verify_expected_tokens=req_to_verify_expected_tokens,
                       req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
                       kv_token_id_vs_position_offset=kv_token_id_vs_position_offset,
-                      fn="launch_canary_plan_kernels_reference")
+                      fn="launch_canary_plan_kernels_reference", on_device=False)
     window = int(swa_window_size)
     lut = full_to_swa_index_mapping
     pool = req_to_verify_expected_tokens
@@ -333,6 +334,12 @@ def _entries_geometry(capacity: int) -> tuple[int, int]:
     return max(1, min(max_blocks, -(-capacity // threads))), threads
 
 
+@functools.cache
+def _placeholders(backend: str):
+    """Stand-ins for an absent LUT and pool (allocated once, so that a call copies nothing)."""
+    return xp.zeros(1, dtype=np.int64), xp.zeros((1, 1), dtype=np.int32), xp.zeros(1, dtype=np.int64)
+
+
 def launch_unchecked(call: CanaryPlanCall) -> None:
     """Launch the two plan kernels on ``call`` as it is: no checks.
 
@@ -342,14 +349,14 @@ def launch_unchecked(call: CanaryPlanCall) -> None:
     bs = call.bs
     lut = call.full_to_swa_index_mapping
     lut_len = 0 if lut is None else int(lut.shape[0])
+    no_lut, no_pool, no_valid_lens = _placeholders(device.backend())
     if lut is None:
-        lut = xp.zeros(1, dtype=np.int64)
+        lut = no_lut
     pool = call.req_to_verify_expected_tokens
     has_pool = 0 if pool is None else 1
     valid_lens = call.req_to_verify_expected_tokens_valid_lens
     if pool is None:
-        pool = xp.zeros((1, 1), dtype=np.int32)
-        valid_lens = xp.zeros(max(bs, 1), dtype=np.int64)
+        pool, valid_lens = no_pool, no_valid_lens  # never read: has_pool == 0
     vp, wp = call.verify_plan_out, call.write_plan_out
     window, cap = call.swa_window_size, call.verify_capacity
     scratch = xp.empty(bs + 1, dtype=np.int64)
@@ -372,16 +379,20 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
                                extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
                                verify_capacity, req_to_verify_expected_tokens,
                                req_to_verify_expected_tokens_valid_lens,
-                               kv_token_id_vs_position_offset) -> None:
-    """Fill ``verify_plan_out`` and ``write_plan_out`` on the device (two launches, no host sync).
+                               kv_token_id_vs_position_offset, checks: str = "full") -> None:
+    """Fill ``verify_plan_out`` and ``write_plan_out`` on the device (two launches).
 
     Inputs: ``req_pool_indices``, ``prefix_lens``, ``extend_seq_lens`` ``[bs]`` int64 (bs <= 4096 and
     <= the WritePlan's capacity); ``req_to_token`` ``[max_reqs, max_seq_len]`` int32, C-contiguous;
     ``full_to_swa_index_mapping`` ``[n]`` int64 or None (required when ``swa_window_size > 0``);
     ``verify_capacity`` must equal ``verify_plan_out.verify_slot_indices.shape[0]``; the expected
-    token pool ``[max_reqs, cols]`` int32 or None, with ``valid_lens [bs]`` int64 (required with the
-    pool). Preconditions not checked (device data): ``0 <= rp < max_reqs`` and
-    ``prefix_len <= max_seq_len`` for active rows.
+    token pool ``[rows, cols]`` int32 or None, with ``valid_lens [bs]`` int64 (required with the
+    pool). Every active row (``rp != 0``) needs ``0 < rp < max_reqs`` (and ``< rows`` of the pool)
+    and ``prefix_len + max(extend_len, 0) <= max_seq_len`` (``plan_checks``).
+
+    ``checks="full"`` (default) checks those values on the device first: one small kernel and one
+    128-byte read-back (the call's only host synchronisation). ``checks="shapes"`` skips them, for
+    a caller that validated the batch upstream; a bad value then reads out of bounds.
     """
     launch_unchecked(check_canary_plan(
         verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
@@ -390,4 +401,4 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
         full_to_swa_index_mapping=full_to_swa_index_mapping, verify_capacity=verify_capacity,
         req_to_verify_expected_tokens=req_to_verify_expected_tokens,
         req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
-        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset))
+        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset, checks=checks))
