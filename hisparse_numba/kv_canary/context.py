@@ -10,7 +10,8 @@
   little-endian 8-byte words, ``acc = H(acc ^ word)`` from 0; sources combine as
   ``acc = H(acc ^ source_hash)`` from 0; mode NONE or no source gives 0.
 * violation ring: a violation reserves row ``seq = atomic_add(violation_write_index, 1)`` and writes
-  its 8 fields only when ``seq < ring_cap``; the index keeps counting past the capacity.
+  its 8 fields only when ``0 <= seq < ring_cap``; the index keeps counting past the capacity (and
+  wraps as an int32 would).
 
 Ring order: on the GPU, concurrent threads reserve rows in an order that is a race (sglang's too),
 so only the multiset of rows is defined. The NumPy references append in entry order; tests compare
@@ -83,6 +84,8 @@ class RealKvSource:
         t = self.tensor
         if t.ndim < 2:
             fail(f"kv-canary: RealKvSource.tensor must be at least 2-D, got shape {tuple(t.shape)}")
+        if t.shape[0] == 0:
+            fail(f"kv-canary: RealKvSource.tensor must have at least one row, got shape {tuple(t.shape)}")
         if not t.flags.c_contiguous:
             fail(f"kv-canary: RealKvSource.tensor must be C-contiguous, got strides {tuple(t.strides)} bytes")
         _, row_bytes = _byte_rows(t)
@@ -239,14 +242,20 @@ def host_sources(ctx: VerifyOrWriteContext) -> list:
 
 
 def append_violations_reference(ctx: VerifyOrWriteContext, ring, write_index, rows: list) -> None:
-    """Append ``rows`` at the current index (truncated at the ring capacity); bump the index."""
+    """Give ``rows`` the sequence numbers ``index, index + 1, ...`` (int32, wrapping as the device's
+    atomic add does), store those inside ``[0, ring_capacity)``, and advance the index."""
     if not rows:
         return
     base = int(write_index[0])
-    keep = max(0, min(len(rows), ring.shape[0] - base))
-    if keep:
-        ring[base:base + keep] = np.array(rows[:keep], dtype=np.int64)
-    write_index[0] = base + len(rows)
+    for j, row in enumerate(rows):
+        seq = _wrap_int32(base + j)
+        if 0 <= seq < ring.shape[0]:
+            ring[seq] = np.array(row, dtype=np.int64)
+    write_index[0] = _wrap_int32(base + len(rows))
+
+
+def _wrap_int32(v: int) -> int:
+    return (v + 2**31) % 2**32 - 2**31
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,7 +342,7 @@ def record_violation_dev(ring, write_index, kind, slot, position, stored_token, 
                             stored_hash, expected_aux, bits):
     """Reserve a ring row with an atomic add; fill it when it is inside the ring."""
     seq = cuda.atomic.add(write_index, 0, 1)
-    if seq < ring.shape[0]:
+    if seq >= 0 and seq < ring.shape[0]:  # a corrupted (negative) index writes nothing
         ring[seq, 0] = kind
         ring[seq, 1] = slot
         ring[seq, 2] = position

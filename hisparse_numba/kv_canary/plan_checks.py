@@ -106,8 +106,8 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
         fail(f"kv-canary: bs={bs} exceeds write_req_capacity={write_req_capacity}")
     if window < 0:
         fail(f"kv-canary: {fn} swa_window_size must be >= 0, got {swa_window_size}")
-    _check_vector(fn, "prefix_lens", prefix_lens, np.int64, bs)
-    _check_vector(fn, "extend_seq_lens", extend_seq_lens, np.int64, bs)
+    _check_vector(fn, "prefix_lens", prefix_lens, np.int64, bs, "req_pool_indices")
+    _check_vector(fn, "extend_seq_lens", extend_seq_lens, np.int64, bs, "req_pool_indices")
     _check_matrix(fn, "req_to_token", req_to_token, np.int32)
     if req_to_token.shape[1] <= 0:
         fail(f"kv-canary: {fn} req_to_token must have at least one column, got {describe(req_to_token)}")
@@ -119,15 +119,16 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
         _check_matrix(fn, "req_to_verify_expected_tokens", req_to_verify_expected_tokens, np.int32)
     if req_to_verify_expected_tokens_valid_lens is not None:
         _check_vector(fn, "req_to_verify_expected_tokens_valid_lens",
-                      req_to_verify_expected_tokens_valid_lens, np.int64, bs)
+                      req_to_verify_expected_tokens_valid_lens, np.int64, bs, "req_pool_indices")
     cap = plan_verify_capacity
     for name in ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
                  "verify_prev_slot_indices"):
-        _check_vector(fn, f"verify_plan_out.{name}", getattr(verify_plan_out, name), np.int64, cap)
+        _check_vector(fn, f"verify_plan_out.{name}", getattr(verify_plan_out, name), np.int64, cap,
+                      "verify_plan_out.verify_slot_indices")
     _check_vector(fn, "verify_plan_out.verify_num_valid", verify_plan_out.verify_num_valid, np.int32, 1)
     _check_vector(fn, "verify_plan_out.enable", verify_plan_out.enable, np.int32, 1)
     _check_vector(fn, "write_plan_out.write_offsets", write_plan_out.write_offsets, np.int64,
-                  write_req_capacity + 1)
+                  write_req_capacity + 1, "write_plan_out.write_seed_slot_indices, plus one")
     _check_vector(fn, "write_plan_out.write_seed_slot_indices", write_plan_out.write_seed_slot_indices,
                   np.int64, write_req_capacity)
     _check_vector(fn, "write_plan_out.write_num_valid_reqs", write_plan_out.write_num_valid_reqs,
@@ -248,9 +249,12 @@ def check_plan_values(call: CanaryPlanCall, *, fn: str = "launch_canary_plan_ker
     raise_first(verdict, [req_message, prefix_message, extend_message, pool_message])
 
 
-def _check_vector(fn, name, a, dtype, length=None):
+def _check_vector(fn, name, a, dtype, length=None, length_of=None):
+    """``a`` is 1-D (of ``length`` entries: the length of ``length_of``), ``dtype``, contiguous."""
     if a.ndim != 1 or (length is not None and a.shape[0] != length):
         want = f"[{length}]" if length is not None else "1-D"
+        if length_of is not None:
+            want += f" (the length of {length_of})"
         fail(f"kv-canary: {fn} {name} must have shape {want}, got {describe(a)}")
     check_canary_array(name, a, dtype)
 

@@ -68,11 +68,11 @@ def launch_canary_verify_kernel_reference(*, context: VerifyOrWriteContext, plan
     check_canary_verify(context=context, plan=plan, check_verify_expected_token=check_verify_expected_token,
                         on_device=False)
     ctx = context
-    ctx.kernel_run_counter[0] += 1
+    ctx.kernel_run_counter[:1] += 1  # an array add wraps as the device's atomic does
     if int(plan.enable[0]) == 0:
         return
     active = max(0, min(int(plan.verify_num_valid[0]), plan.verify_slot_indices.shape[0]))
-    ctx.slot_run_counter[0] += active
+    ctx.slot_run_counter[:1] += active
     buf = canary_fields(ctx.canary_buf)
     sources = host_sources(ctx)
     kind = int(ctx.kernel_kind)

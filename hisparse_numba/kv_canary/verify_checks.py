@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import check_canary_array, fail
+from ..checks import check_canary_array, describe, fail
 from ..device import cuda, flag_bad_dev
 from .arguments import checks_arg, flag_arg, raise_first, require_array, same_memory
 from .context import VerifyOrWriteContext, check_context
@@ -54,6 +54,9 @@ def check_canary_verify(*, context, plan, check_verify_expected_token, checks: s
     check_canary_array("plan.verify_slot_indices", plan.verify_slot_indices, np.int64, ndim=1)
     cap = int(plan.verify_slot_indices.shape[0])
     for name in PLAN_ARRAYS:
+        if tuple(getattr(plan, name).shape) != (cap,):
+            fail(f"kv-canary: plan.{name} must have shape ({cap},) (the length of plan.verify_slot_indices), "
+                 f"got {describe(getattr(plan, name))}")
         check_canary_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,))
     check_canary_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,))
     check_canary_array("plan.enable", plan.enable, np.int32, shape=(1,))

@@ -80,7 +80,7 @@ def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan:
                        expected_input_tokens=expected_input_tokens,
                        expected_input_positions=expected_input_positions, on_device=False)
     ctx = context
-    ctx.kernel_run_counter[0] += 1
+    ctx.kernel_run_counter[:1] += 1  # an array add wraps as the device's atomic does
     active = max(0, min(int(plan.write_num_valid_reqs[0]), plan.write_seed_slot_indices.shape[0]))
     buf = canary_fields(ctx.canary_buf)
     chain_assert_flag = ctx.enable_chain_position_assert is not None and int(ctx.enable_chain_position_assert[0]) != 0
@@ -117,7 +117,7 @@ def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan:
             buf[slot, CANARY_FIELD_REAL_KV_HASH] = to_signed64(rk)
             h = mix3(h, tok, pos)
             written += 1
-    ctx.slot_run_counter[0] += written
+    ctx.slot_run_counter[:1] += written
     append_violations_reference(ctx, ctx.violation_ring, ctx.violation_write_index, rows)
 
 

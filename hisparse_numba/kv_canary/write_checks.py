@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import check_canary_array, fail
+from ..checks import check_canary_array, describe, fail
 from ..device import cuda, flag_bad_dev, xp
 from .arguments import checks_arg, flag_arg, raise_first, require_array, same_memory
 from .context import VerifyOrWriteContext, check_context
@@ -71,6 +71,9 @@ def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, en
         require_array(f"plan.{name}", a)
     check_canary_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1)
     r = int(plan.write_seed_slot_indices.shape[0])
+    if tuple(plan.write_offsets.shape) != (r + 1,):
+        fail(f"kv-canary: plan.write_offsets must have shape ({r + 1},) (one more than "
+             f"plan.write_seed_slot_indices), got {describe(plan.write_offsets)}")
     check_canary_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,))
     check_canary_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,))
     names = ["input_ids", "positions", "out_cache_loc"]
