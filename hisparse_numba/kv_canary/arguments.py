@@ -15,6 +15,7 @@ from ..device import data_address, xp
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 CHECK_MODES = ("full", "shapes")
+_DEVICE_ARRAY = None if xp is np else xp.ndarray  # CuPy: ``a.data.ptr`` is the cheap address
 
 
 def _type_name(value) -> str:
@@ -53,10 +54,24 @@ def checks_arg(checks) -> bool:
     return checks == "full"
 
 
-def same_memory(a, b) -> bool:
-    """Whether the bytes of arrays ``a`` and ``b`` overlap (by address range)."""
-    lo_a, lo_b = data_address(a), data_address(b)
-    return lo_a < lo_b + max(int(b.nbytes), 1) and lo_b < lo_a + max(int(a.nbytes), 1)
+def check_not_shared(fn_prefix: str, written, read=()) -> None:
+    """No array in ``written`` shares bytes with another array of ``written`` or ``read`` (a kernel
+    would read or write memory that it writes elsewhere); ``read`` arrays may share with each other.
+    ``written`` and ``read`` are ``(name, array or None)`` pairs; one address lookup per array."""
+    spans = []
+    for is_written, group in ((True, written), (False, read)):
+        for name, a in group:
+            if a is not None:
+                lo = a.data.ptr if type(a) is _DEVICE_ARRAY else data_address(a)
+                spans.append((lo, lo + max(int(a.nbytes), 1), is_written, name))
+    spans.sort(key=lambda span: span[0])
+    for i, (lo, hi, is_written, name) in enumerate(spans):
+        for lo2, _, is_written2, name2 in spans[i + 1:]:
+            if lo2 >= hi:
+                break
+            if is_written or is_written2:
+                first, second = (name, name2) if is_written else (name2, name)
+                fail(f"{CANARY_PREFIX}{fn_prefix}{first} must not share memory with {second}")
 
 
 def raise_first(verdict: list, messages: list) -> None:

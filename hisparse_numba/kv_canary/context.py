@@ -32,7 +32,7 @@ import numpy as np
 from .. import device
 from ..checks import check_canary_array, describe, fail
 from ..device import cuda, xp
-from .arguments import flag_arg, int_arg, require_array, same_memory
+from .arguments import check_not_shared, flag_arg, int_arg, require_array
 from .hashing import (
     MAX_REAL_KV_SOURCES,
     VIOLATION_FIELDS,
@@ -188,15 +188,6 @@ def check_context(ctx: VerifyOrWriteContext) -> None:
     if ctx.enable_chain_position_assert is not None:
         require_array("enable_chain_position_assert", ctx.enable_chain_position_assert)
         check_canary_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,))
-    arrays = list(ctx.state_arrays().items())
-    if ctx.enable_chain_position_assert is not None:
-        arrays.append(("enable_chain_position_assert", ctx.enable_chain_position_assert))
-    arrays += [(f"real_kv_sources[{i}].tensor", s.tensor) for i, s in enumerate(ctx.real_kv_sources)]
-    for i, (name, a) in enumerate(arrays):
-        for other, b in arrays[:i]:
-            if (name.startswith("real_kv") and other.startswith("real_kv")) or not same_memory(a, b):
-                continue  # sources are only read: they may share memory with each other
-            fail(f"kv-canary: {name} must not share memory with {other}")
     num_slots = int(buf.shape[0])
     if mode != RealKvHashMode.NONE:
         for i, src in enumerate(ctx.real_kv_sources):
@@ -204,6 +195,14 @@ def check_context(ctx: VerifyOrWriteContext) -> None:
             if covered < num_slots:
                 fail(f"kv-canary: real_kv_sources[{i}] covers {covered} slots ({src.tensor.shape[0]} rows "
                      f"x page_size={src.page_size}), fewer than canary_buf's {num_slots} slots")
+
+
+def check_launch_memory(ctx: VerifyOrWriteContext, read) -> None:
+    """No array a write or verify launch writes (the context's state) shares memory with another
+    state array, the flag, a real-KV source or the ``(name, array)`` pairs in ``read``."""
+    read = [*read, ("enable_chain_position_assert", ctx.enable_chain_position_assert)]
+    read += [(f"real_kv_sources[{i}].tensor", s.tensor) for i, s in enumerate(ctx.real_kv_sources)]
+    check_not_shared("", ctx.state_arrays().items(), read)
 
 
 # ---------------------------------------------------------------------------------------------

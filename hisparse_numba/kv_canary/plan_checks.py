@@ -25,7 +25,7 @@ import numpy as np
 from .. import device
 from ..checks import check_canary_array, describe, fail
 from ..device import cuda, flag_bad_dev
-from .arguments import checks_arg, int_arg, raise_first, require_array, same_memory
+from .arguments import check_not_shared, checks_arg, int_arg, raise_first, require_array
 
 PLAN_BS_BLOCK_SIZE = 4096
 MAX_POSITION_OFFSET = 1 << 31  # |kv_token_id_vs_position_offset| (sglang uses 0 or 1)
@@ -133,7 +133,8 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
                   np.int64, write_req_capacity)
     _check_vector(fn, "write_plan_out.write_num_valid_reqs", write_plan_out.write_num_valid_reqs,
                   np.int32, 1)
-    _check_no_overlap(fn, verify_plan_out, write_plan_out, (
+    check_not_shared(f"{fn} ", [("verify_plan_out." + k, v) for k, v in verify_plan_out.arrays().items()]
+                     + [("write_plan_out." + k, v) for k, v in write_plan_out.arrays().items()], (
         ("req_pool_indices", req_pool_indices), ("prefix_lens", prefix_lens),
         ("extend_seq_lens", extend_seq_lens), ("req_to_token", req_to_token),
         ("full_to_swa_index_mapping", full_to_swa_index_mapping),
@@ -150,17 +151,6 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
     if values:
         check_plan_values(call, fn=fn, on_device=on_device)
     return call
-
-
-def _check_no_overlap(fn, verify_plan_out, write_plan_out, inputs) -> None:
-    """No plan output shares memory with another output or with an input (it would be read while
-    the kernels write it)."""
-    outputs = [("verify_plan_out." + k, v) for k, v in verify_plan_out.arrays().items()]
-    outputs += [("write_plan_out." + k, v) for k, v in write_plan_out.arrays().items()]
-    for i, (name, out) in enumerate(outputs):
-        for other, a in outputs[:i] + [x for x in inputs if x[1] is not None]:
-            if same_memory(out, a):
-                fail(f"kv-canary: {fn} {name} must not share memory with {other}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,7 +34,6 @@ from .context import (
     VerifyOrWriteContext,
     append_violations_reference,
     canary_fields,
-    check_context,
     fold_real_kv_dev,
     fold_real_kv_reference,
     host_sources,

@@ -23,8 +23,8 @@ import numpy as np
 from .. import device
 from ..checks import check_canary_array, describe, fail
 from ..device import cuda, flag_bad_dev
-from .arguments import checks_arg, flag_arg, raise_first, require_array, same_memory
-from .context import VerifyOrWriteContext, check_context
+from .arguments import checks_arg, flag_arg, raise_first, require_array
+from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan import VerifyPlan
 
 
@@ -60,10 +60,7 @@ def check_canary_verify(*, context, plan, check_verify_expected_token, checks: s
         check_canary_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,))
     check_canary_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,))
     check_canary_array("plan.enable", plan.enable, np.int32, shape=(1,))
-    for name, a in plan.arrays().items():
-        for other, b in context.state_arrays().items():
-            if same_memory(a, b):
-                fail(f"kv-canary: plan.{name} must not share memory with {other}")
+    check_launch_memory(context, [(f"plan.{k}", v) for k, v in plan.arrays().items()])
     call = CanaryVerifyCall(context=context, plan=plan, check_verify_expected_token=check_token)
     if values:
         check_verify_values(call, on_device=on_device)

@@ -33,8 +33,8 @@ import numpy as np
 from .. import device
 from ..checks import check_canary_array, describe, fail
 from ..device import cuda, flag_bad_dev, xp
-from .arguments import checks_arg, flag_arg, raise_first, require_array, same_memory
-from .context import VerifyOrWriteContext, check_context
+from .arguments import checks_arg, flag_arg, raise_first, require_array
+from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan import WritePlan
 
 
@@ -88,11 +88,7 @@ def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, en
         check_canary_array(name, a, np.int64, ndim=1)
         if a.shape[0] != n:
             fail(f"kv-canary: {name} must have the length of input_ids ({n}), got {a.shape[0]}")
-    read = [(f"plan.{k}", v) for k, v in plan.arrays().items()] + list(zip(names, arrays))
-    for name, a in read:
-        for other, b in context.state_arrays().items():
-            if same_memory(a, b):
-                fail(f"kv-canary: {name} must not share memory with {other}")
+    check_launch_memory(context, [(f"plan.{k}", v) for k, v in plan.arrays().items()] + list(zip(names, arrays)))
     call = CanaryWriteCall(context=context, plan=plan, input_ids=input_ids, positions=positions,
                            out_cache_loc=out_cache_loc, enable_write_input_assert=enable,
                            expected_input_tokens=expected_input_tokens,
