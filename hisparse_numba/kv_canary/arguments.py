@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import CANARY_PREFIX, fail
+from ..checks import fail
 from ..device import data_address, xp
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -25,16 +25,16 @@ def _type_name(value) -> str:
 def require_array(name: str, a) -> None:
     """``a`` is an array (NumPy, or CuPy on a GPU): anything else is a ``TypeError``."""
     if not (isinstance(a, np.ndarray) or isinstance(a, xp.ndarray)):
-        raise TypeError(f"{CANARY_PREFIX}{name} must be an array, got {_type_name(a)}")
+        raise TypeError(f"kv-canary: {name} must be an array, got {_type_name(a)}")
 
 
 def int_arg(name: str, value, low: int = INT64_MIN, high: int = INT64_MAX) -> int:
     """``value`` as a Python int: an integer (not a bool) in ``[low, high]``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{CANARY_PREFIX}{name} must be an integer, got {_type_name(value)} {value!r}")
+        raise TypeError(f"kv-canary: {name} must be an integer, got {_type_name(value)} {value!r}")
     v = int(value)
     if v < low or v > high:
-        fail(f"{CANARY_PREFIX}{name} must be in [{low}, {high}], got {v}")
+        fail(f"kv-canary: {name} must be in [{low}, {high}], got {v}")
     return v
 
 
@@ -44,13 +44,13 @@ def flag_arg(name: str, value) -> bool:
         return bool(value)
     if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
         return bool(value)
-    raise TypeError(f"{CANARY_PREFIX}{name} must be True or False, got {_type_name(value)} {value!r}")
+    raise TypeError(f"kv-canary: {name} must be True or False, got {_type_name(value)} {value!r}")
 
 
 def checks_arg(checks) -> bool:
     """Whether the device-side value checks run: ``checks`` is ``"full"`` or ``"shapes"``."""
     if not isinstance(checks, str) or checks not in CHECK_MODES:
-        fail(f"{CANARY_PREFIX}checks must be 'full' or 'shapes', got {checks!r}")
+        fail(f"kv-canary: checks must be 'full' or 'shapes', got {checks!r}")
     return checks == "full"
 
 
@@ -71,7 +71,7 @@ def check_not_shared(fn_prefix: str, written, read=()) -> None:
                 break
             if is_written or is_written2:
                 first, second = (name, name2) if is_written else (name2, name)
-                fail(f"{CANARY_PREFIX}{fn_prefix}{first} must not share memory with {second}")
+                fail(f"kv-canary: {fn_prefix}{first} must not share memory with {second}")
 
 
 def raise_first(verdict: list, messages: list) -> None:

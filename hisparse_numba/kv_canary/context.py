@@ -127,7 +127,7 @@ class VerifyOrWriteContext:
         if slot_stride_bytes % 8:
             fail(f"kv-canary: slot_stride_bytes must be a multiple of 8, got {slot_stride_bytes}")
         kernel_kind = int_arg("kernel_kind", kernel_kind)
-        real_kv_hash_mode = int_arg("real_kv_hash_mode", real_kv_hash_mode, 0, 2)
+        real_kv_hash_mode = _hash_mode(int_arg("real_kv_hash_mode", real_kv_hash_mode))
         chain_position_assert = flag_arg("chain_position_assert", chain_position_assert)
         if not isinstance(real_kv_sources, (tuple, list)):
             raise TypeError(f"kv-canary: real_kv_sources must be a tuple of RealKvSource, got "
@@ -153,13 +153,19 @@ class VerifyOrWriteContext:
                 "slot_run_counter": self.slot_run_counter, "kernel_run_counter": self.kernel_run_counter}
 
 
+def _hash_mode(mode: int) -> int:
+    if mode not in (0, 1, 2):
+        fail(f"kv-canary: real_kv_hash_mode must be 0 (NONE), 1 (PARTIAL) or 2 (ALL), got {mode}")
+    return mode
+
+
 def check_context(ctx: VerifyOrWriteContext) -> None:
     """Checks shared by the write and verify launchers and references (host only: types, scalars,
     shapes, and that every real-KV source covers every canary slot)."""
     if not isinstance(ctx, VerifyOrWriteContext):
         raise TypeError(f"kv-canary: context must be a VerifyOrWriteContext, got {type(ctx).__name__}")
     int_arg("context.kernel_kind", ctx.kernel_kind)
-    mode = int_arg("context.real_kv_hash_mode", ctx.real_kv_hash_mode, 0, 2)
+    mode = _hash_mode(int_arg("context.real_kv_hash_mode", ctx.real_kv_hash_mode))
     if not isinstance(ctx.real_kv_sources, (tuple, list)):
         raise TypeError(f"kv-canary: real_kv_sources must be a tuple of RealKvSource, got "
                         f"{type(ctx.real_kv_sources).__name__}")
