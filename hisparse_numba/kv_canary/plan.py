@@ -15,6 +15,8 @@ For each batch row ``r`` (request ``rp = req_pool_indices[r]``; ``rp == 0`` is a
 * overflow: ``verify_num_valid = min(total, capacity)``; ``enable = total <= capacity``. On
   overflow no entry is written (the arrays keep what they held).
 
+Before the kernels run, ``plan_checks`` checks the values they index with (``checks="full"``).
+
 LUT translation leaves negative slots as they are and clamps the others to ``lut_len - 1`` (sglang's
 kernels clamp; its torch reference raises instead: here both sides clamp, so they stay identical).
 
@@ -70,7 +72,8 @@ class VerifyPlan:
 
     @classmethod
     def allocate(cls, verify_capacity: int, *, array_module=None) -> "VerifyPlan":
-        """Device arrays for ``verify_capacity`` entries (uninitialised, ``enable`` = 1).
+        """Device arrays for ``verify_capacity`` entries (entries uninitialised, ``verify_num_valid``
+        = 0 and ``enable`` = 1: a verify launch on a fresh plan checks nothing).
 
         ``array_module=numpy`` allocates host arrays (for the NumPy reference on a GPU machine).
         """
@@ -83,7 +86,7 @@ class VerifyPlan:
             verify_expected_tokens=am.empty(verify_capacity, dtype=np.int64),
             verify_expected_positions=am.empty(verify_capacity, dtype=np.int64),
             verify_prev_slot_indices=am.empty(verify_capacity, dtype=np.int64),
-            verify_num_valid=am.empty(1, dtype=np.int32),
+            verify_num_valid=am.zeros(1, dtype=np.int32),
             enable=am.ones(1, dtype=np.int32),
         )
 
@@ -107,7 +110,8 @@ class WritePlan:
 
     @classmethod
     def allocate(cls, write_req_capacity: int, *, array_module=None) -> "WritePlan":
-        """Device arrays for ``write_req_capacity`` rows (uninitialised); see ``VerifyPlan.allocate``."""
+        """Device arrays for ``write_req_capacity`` rows (uninitialised but ``write_num_valid_reqs``
+        = 0: a write launch on a fresh plan writes nothing); see ``VerifyPlan.allocate``."""
         am = xp if array_module is None else array_module
         write_req_capacity = int_arg("write_req_capacity", write_req_capacity)
         if write_req_capacity <= 0:
@@ -115,7 +119,7 @@ class WritePlan:
         return cls(
             write_offsets=am.empty(write_req_capacity + 1, dtype=np.int64),
             write_seed_slot_indices=am.empty(write_req_capacity, dtype=np.int64),
-            write_num_valid_reqs=am.empty(1, dtype=np.int32),
+            write_num_valid_reqs=am.zeros(1, dtype=np.int32),
         )
 
     def arrays(self) -> dict:

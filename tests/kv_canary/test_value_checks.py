@@ -103,6 +103,7 @@ def test_repeat_stamps_do_not_leak_between_calls_and_epochs_wrap(monkeypatch):
     rows = (np.array([0, 2], np.int64), np.array([-1], np.int64), np.array([1], np.int32))
     loc = np.array([3, 4], np.int64)
     dev = tuple(device.to_device(a) for a in (*rows, loc))
+    monkeypatch.setattr(write_checks._Marks, "buffer", None)  # a fresh buffer; both restored after
     for epoch_before in (5, np.iinfo(np.int32).max - 1, np.iinfo(np.int32).max):
         monkeypatch.setattr(write_checks._Marks, "epoch", epoch_before)
         for _ in range(2):  # the same slots in two calls: not a repeat
