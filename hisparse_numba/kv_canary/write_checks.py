@@ -114,30 +114,27 @@ def write_value_verdict_reference(write_offsets, seeds, num_valid_reqs, out_cach
     active = min(max(int(np.asarray(num_valid_reqs)[0]), 0), seeds.shape[0])
     start, end = offsets[:active], offsets[1:active + 1]
     bad_rows = (start < 0) | (end < start) | (end > n)
-    writes = ~bad_rows & (end > start)
-    owned = np.zeros(n + 1, dtype=np.int64)  # +1 at a row's start, -1 at its end: owned entries
+    writes = ~bad_rows & (end > start)                 # rows whose entries are read
+    owned = np.zeros(n + 1, dtype=np.int64)            # +1 where a row starts, -1 where it ends
     np.add.at(owned, start[writes], 1)
     np.add.at(owned, end[writes], -1)
-    owned = np.cumsum(owned[:n]) > 0
-    live = owned & (loc >= 0)
+    live = (np.cumsum(owned[:n]) > 0) & (loc >= 0)
     past = live & (loc >= num_slots)
-    slots = loc[live & ~past]
-    uniq, counts = np.unique(slots, return_counts=True)
-    row_seeds = seeds[:active][writes]
-    bad_seeds = row_seeds >= num_slots
-    seed_rows = np.flatnonzero(writes)[bad_seeds]
-    readers = np.unique(row_seeds[(row_seeds >= 0) & ~bad_seeds])
-    collide = np.intersect1d(uniq, readers)
+    slots, counts = np.unique(loc[live & ~past], return_counts=True)
+    repeated = slots[counts > 1]
+    seed_rows = np.flatnonzero(writes)
+    bad_seed_rows = seed_rows[seeds[seed_rows] >= num_slots]
+    read_seeds = seeds[seed_rows][(seeds[seed_rows] >= 0) & (seeds[seed_rows] < num_slots)]
+    written_seeds = np.intersect1d(slots, read_seeds)
 
-    def first(mask_or_values, values=False):
-        if values:
-            return (len(mask_or_values), int(mask_or_values.min()) if len(mask_or_values) else -1)
-        return int(mask_or_values.sum()), int(np.argmax(mask_or_values)) if mask_or_values.any() else -1
+    def by_index(mask):
+        return int(mask.sum()), int(np.argmax(mask)) if mask.any() else -1
 
-    verdict = [first(bad_rows), first(past),
-               (len(seed_rows), int(seed_rows.min()) if len(seed_rows) else -1),
-               (int((counts - 1).sum()), int(uniq[counts > 1].min()) if (counts > 1).any() else -1),
-               first(collide, values=True)]
+    def by_value(values, count):
+        return int(count), int(values.min()) if len(values) else -1
+
+    verdict = [by_index(bad_rows), by_index(past), by_value(bad_seed_rows, len(bad_seed_rows)),
+               by_value(repeated, (counts - 1).sum()), by_value(written_seeds, len(written_seeds))]
     return verdict + [(0, -1)] * (device.CHECK_CONDITIONS - len(verdict))
 
 
