@@ -26,6 +26,7 @@ from .. import device
 from ..checks import check_canary_array, describe, fail
 from ..device import cuda, flag_bad_dev
 from .arguments import check_not_shared, checks_arg, int_arg, raise_first, require_array
+from .plan_types import VerifyPlan, WritePlan
 
 PLAN_BS_BLOCK_SIZE = 4096
 MAX_POSITION_OFFSET = 1 << 31  # |kv_token_id_vs_position_offset| (sglang uses 0 or 1)
@@ -64,8 +65,6 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
     ``fn`` names the caller in the messages (as sglang's do). ``checks="shapes"`` skips the value
     checks; ``on_device=False`` runs them in NumPy (the reference's host arrays).
     """
-    from .plan import VerifyPlan, WritePlan
-
     values = checks_arg(checks)
     if not isinstance(verify_plan_out, VerifyPlan):
         raise TypeError(f"kv-canary: {fn} verify_plan_out must be a VerifyPlan, got {type(verify_plan_out).__name__}")

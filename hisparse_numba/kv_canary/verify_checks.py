@@ -25,7 +25,7 @@ from ..checks import check_canary_array, describe, fail
 from ..device import cuda, flag_bad_dev
 from .arguments import checks_arg, flag_arg, raise_first, require_array
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
-from .plan import VerifyPlan
+from .plan_types import VerifyPlan
 
 
 class CanaryVerifyCall(NamedTuple):

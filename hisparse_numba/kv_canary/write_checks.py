@@ -35,7 +35,7 @@ from ..checks import check_canary_array, describe, fail
 from ..device import cuda, flag_bad_dev, xp
 from .arguments import checks_arg, flag_arg, raise_first, require_array
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
-from .plan import WritePlan
+from .plan_types import WritePlan
 
 
 class CanaryWriteCall(NamedTuple):

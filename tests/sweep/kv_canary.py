@@ -29,7 +29,7 @@ from hisparse_numba.kv_canary import (
 )
 from hisparse_numba.kv_canary.examples import allocate_plans, plan_problem, real_kv_pool, step_inputs
 
-from .harness import (EntryPoint, Mutation, alias, array_mutations, arrays_of, compare_calls, get, put,
+from .harness import (EntryPoint, Mutation, alias, array_mutations, arrays_of, compare_calls, put,
                       reference_judge, scalar_mutations, value_mutation)
 
 MAX_REQS, MAX_SEQ_LEN = 4, 8
