@@ -335,8 +335,8 @@ def _accepted(ctx=None, vp=None, wp=None) -> str | None:
     return None
 
 
-def _allocator_entry(name, build, call, mutations, judge):
-    return EntryPoint(name, build, call, mutations, judge, to_device=lambda c: dict(c))
+def _allocator_entry(name, build, call, mutations, judge, to_device=lambda c: dict(c)):
+    return EntryPoint(name, build, call, mutations, judge, to_device=to_device)
 
 
 def _scalar_entry_mutations(specs):
@@ -393,5 +393,6 @@ ENTRY_POINTS = [
                                    + [Mutation("slot_stride_bytes: 36 (not whole int64 fields)", "slot_stride_bytes",
                                                lambda c: put(c, "slot_stride_bytes", 36), True)]),
                      lambda h, d, ctx: _accepted(ctx=ctx)),
-    _allocator_entry("RealKvSource", build_source, lambda c: RealKvSource(**c), source_mutations, source_judge),
+    _allocator_entry("RealKvSource", build_source, lambda c: RealKvSource(**c), source_mutations, source_judge,
+                     to_device=lambda c: {**c, "tensor": device.to_device(c["tensor"])}),
 ]
