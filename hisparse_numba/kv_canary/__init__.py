@@ -1,9 +1,11 @@
 """kv-canary: sidecar canary rows that detect KV-cache corruption (plan -> write -> verify).
 
-Read in this order: ``hashing`` (the chain), ``plan`` (which slots to verify and where to write;
-its checks in ``plan_checks``), ``write`` (stamp rows), ``verify`` (check rows), ``context``
-(real-KV folding and the violation ring). Each launcher is ``check_canary_<kernel>(...)`` (the
-accepted call) then its module's ``launch_unchecked(call)``. The behaviour: ``docs/kv-canary.md``.
+Read in this order: ``hashing`` (the chain), ``plan`` (which slots to verify and where to write),
+``write`` (stamp rows), ``verify`` (check rows), ``context`` (real-KV folding and the violation
+ring). Each launcher is ``check_canary_<kernel>(...)`` (the accepted call: ``plan_checks``,
+``write_checks``, ``verify_checks``, each with its one-pass device value check and that check's
+NumPy twin; ``arguments`` for the Python-type checks) then its module's ``launch_unchecked(call)``.
+The behaviour: ``docs/kv-canary.md``.
 """
 
 from .context import RealKvSource, VerifyOrWriteContext

@@ -10,7 +10,8 @@
   little-endian 8-byte words, ``acc = H(acc ^ word)`` from 0; sources combine as
   ``acc = H(acc ^ source_hash)`` from 0; mode NONE or no source gives 0.
 * violation ring: a violation reserves row ``seq = atomic_add(violation_write_index, 1)`` and writes
-  its 8 fields only when ``seq < ring_cap``; the index keeps counting past the capacity.
+  its 8 fields only when ``0 <= seq < ring_cap``; the index keeps counting past the capacity (and
+  wraps as an int32 would).
 
 Ring order: on the GPU, concurrent threads reserve rows in an order that is a race (sglang's too),
 so only the multiset of rows is defined. The NumPy references append in entry order; tests compare
@@ -31,6 +32,7 @@ import numpy as np
 from .. import device
 from ..checks import check_canary_array, describe, fail
 from ..device import cuda, xp
+from .arguments import check_not_shared, flag_arg, int_arg, require_array
 from .hashing import (
     MAX_REAL_KV_SOURCES,
     VIOLATION_FIELDS,
@@ -67,6 +69,10 @@ class RealKvSource:
     read_bytes: int
 
     def __post_init__(self):
+        require_array("RealKvSource.tensor", self.tensor)
+        int_arg("RealKvSource.page_size", self.page_size)
+        int_arg("RealKvSource.num_bytes_per_token", self.num_bytes_per_token)
+        int_arg("RealKvSource.read_bytes", self.read_bytes)
         if self.page_size < 1:
             fail(f"kv-canary: RealKvSource.page_size must be >= 1, got {self.page_size}")
         if self.num_bytes_per_token <= 0 or self.num_bytes_per_token % 16:
@@ -78,6 +84,8 @@ class RealKvSource:
         t = self.tensor
         if t.ndim < 2:
             fail(f"kv-canary: RealKvSource.tensor must be at least 2-D, got shape {tuple(t.shape)}")
+        if t.shape[0] == 0:
+            fail(f"kv-canary: RealKvSource.tensor must have at least one row, got shape {tuple(t.shape)}")
         if not t.flags.c_contiguous:
             fail(f"kv-canary: RealKvSource.tensor must be C-contiguous, got strides {tuple(t.strides)} bytes")
         _, row_bytes = _byte_rows(t)
@@ -113,6 +121,17 @@ class VerifyOrWriteContext:
                  chain_position_assert=False, array_module=None) -> "VerifyOrWriteContext":
         """A zeroed context (canary buffer, ring and counters) on the device, or host with numpy."""
         am = xp if array_module is None else array_module
+        num_slots = int_arg("num_slots", num_slots, 1)
+        ring_capacity = int_arg("ring_capacity", ring_capacity, 1)
+        slot_stride_bytes = int_arg("slot_stride_bytes", slot_stride_bytes, 32)
+        if slot_stride_bytes % 8:
+            fail(f"kv-canary: slot_stride_bytes must be a multiple of 8, got {slot_stride_bytes}")
+        kernel_kind = int_arg("kernel_kind", kernel_kind)
+        real_kv_hash_mode = _hash_mode(int_arg("real_kv_hash_mode", real_kv_hash_mode))
+        chain_position_assert = flag_arg("chain_position_assert", chain_position_assert)
+        if not isinstance(real_kv_sources, (tuple, list)):
+            raise TypeError(f"kv-canary: real_kv_sources must be a tuple of RealKvSource, got "
+                            f"{type(real_kv_sources).__name__}")
         flag = am.zeros(1, dtype=np.int32)
         flag[...] = int(bool(chain_position_assert))
         return cls(
@@ -134,16 +153,30 @@ class VerifyOrWriteContext:
                 "slot_run_counter": self.slot_run_counter, "kernel_run_counter": self.kernel_run_counter}
 
 
+def _hash_mode(mode: int) -> int:
+    if mode not in (0, 1, 2):
+        fail(f"kv-canary: real_kv_hash_mode must be 0 (NONE), 1 (PARTIAL) or 2 (ALL), got {mode}")
+    return mode
+
+
 def check_context(ctx: VerifyOrWriteContext) -> None:
-    """Checks shared by the write and verify launchers and references."""
+    """Checks shared by the write and verify launchers and references (host only: types, scalars,
+    shapes, and that every real-KV source covers every canary slot)."""
+    if not isinstance(ctx, VerifyOrWriteContext):
+        raise TypeError(f"kv-canary: context must be a VerifyOrWriteContext, got {type(ctx).__name__}")
+    int_arg("context.kernel_kind", ctx.kernel_kind)
+    mode = _hash_mode(int_arg("context.real_kv_hash_mode", ctx.real_kv_hash_mode))
+    if not isinstance(ctx.real_kv_sources, (tuple, list)):
+        raise TypeError(f"kv-canary: real_kv_sources must be a tuple of RealKvSource, got "
+                        f"{type(ctx.real_kv_sources).__name__}")
     if len(ctx.real_kv_sources) > MAX_REAL_KV_SOURCES:
         fail(f"kv-canary: at most {MAX_REAL_KV_SOURCES} RealKvSource entries supported by the CUDA ABI, "
              f"got {len(ctx.real_kv_sources)}")
     for i, src in enumerate(ctx.real_kv_sources):
         if not isinstance(src, RealKvSource):
             fail(f"kv-canary: real_kv_sources[{i}] must be a RealKvSource, got {type(src).__name__}")
-    if int(ctx.real_kv_hash_mode) not in (0, 1, 2):
-        fail(f"kv-canary: real_kv_hash_mode must be 0 (NONE), 1 (PARTIAL) or 2 (ALL), got {ctx.real_kv_hash_mode}")
+    for name, a in ctx.state_arrays().items():
+        require_array(name, a)
     buf = ctx.canary_buf
     check_canary_array("canary_buf", buf, np.uint8, ndim=2)
     if buf.shape[1] < 32:
@@ -159,7 +192,23 @@ def check_context(ctx: VerifyOrWriteContext) -> None:
     check_canary_array("slot_run_counter", ctx.slot_run_counter, np.int64, shape=(1,))
     check_canary_array("kernel_run_counter", ctx.kernel_run_counter, np.int64, shape=(1,))
     if ctx.enable_chain_position_assert is not None:
+        require_array("enable_chain_position_assert", ctx.enable_chain_position_assert)
         check_canary_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,))
+    num_slots = int(buf.shape[0])
+    if mode != RealKvHashMode.NONE:
+        for i, src in enumerate(ctx.real_kv_sources):
+            covered = int(src.tensor.shape[0]) * int(src.page_size)
+            if covered < num_slots:
+                fail(f"kv-canary: real_kv_sources[{i}] covers {covered} slots ({src.tensor.shape[0]} rows "
+                     f"x page_size={src.page_size}), fewer than canary_buf's {num_slots} slots")
+
+
+def check_launch_memory(ctx: VerifyOrWriteContext, read) -> None:
+    """No array a write or verify launch writes (the context's state) shares memory with another
+    state array, the flag, a real-KV source or the ``(name, array)`` pairs in ``read``."""
+    read = [*read, ("enable_chain_position_assert", ctx.enable_chain_position_assert)]
+    read += [(f"real_kv_sources[{i}].tensor", s.tensor) for i, s in enumerate(ctx.real_kv_sources)]
+    check_not_shared("", ctx.state_arrays().items(), read)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,14 +247,20 @@ def host_sources(ctx: VerifyOrWriteContext) -> list:
 
 
 def append_violations_reference(ctx: VerifyOrWriteContext, ring, write_index, rows: list) -> None:
-    """Append ``rows`` at the current index (truncated at the ring capacity); bump the index."""
+    """Give ``rows`` the sequence numbers ``index, index + 1, ...`` (int32, wrapping as the device's
+    atomic add does), store those inside ``[0, ring_capacity)``, and advance the index."""
     if not rows:
         return
     base = int(write_index[0])
-    keep = max(0, min(len(rows), ring.shape[0] - base))
-    if keep:
-        ring[base:base + keep] = np.array(rows[:keep], dtype=np.int64)
-    write_index[0] = base + len(rows)
+    for j, row in enumerate(rows):
+        seq = _wrap_int32(base + j)
+        if 0 <= seq < ring.shape[0]:
+            ring[seq] = np.array(row, dtype=np.int64)
+    write_index[0] = _wrap_int32(base + len(rows))
+
+
+def _wrap_int32(v: int) -> int:
+    return (v + 2**31) % 2**32 - 2**31
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,14 +273,30 @@ def _no_source_arguments(backend: str):
     return words, xp.zeros((MAX_REAL_KV_SOURCES, 4), dtype=np.int64)
 
 
+_SOURCE_ARGUMENTS_KEPT = 8
+_source_arguments_cache: dict = {}
+
+
 def source_arguments(ctx: VerifyOrWriteContext):
     """Kernel arguments for the real-KV fold: four uint64 word arrays, an int64 ``[4, 4]`` parameter
-    table (page_size, words per token, words read, words per row) and the number of sources."""
+    table (page_size, words per token, words read, words per row) and the number of sources.
+
+    The table is copied to the device once per combination of sources (keyed by their buffers'
+    addresses and layouts) and kept for the last few combinations, so that a steady loop of calls
+    makes no host-to-device copy. The cache holds the sources' tensors, so an address in a key
+    cannot be reused by another buffer while its entry lives.
+    """
     mode = int(ctx.real_kv_hash_mode)
     n = 0 if mode == RealKvHashMode.NONE else len(ctx.real_kv_sources)
     if n == 0:  # cached, so that a launch without sources makes no host-to-device copy
         words, params = _no_source_arguments(device.backend())
         return words, params, 0
+    key = (mode, tuple((id(s.tensor), device.data_address(s.tensor), tuple(s.tensor.shape),
+                        np.dtype(s.tensor.dtype).str, s.page_size, s.num_bytes_per_token, s.read_bytes)
+                       for s in ctx.real_kv_sources))
+    hit = _source_arguments_cache.get(key)
+    if hit is not None:
+        return hit[0], hit[1], n
     params = np.zeros((MAX_REAL_KV_SOURCES, 4), dtype=np.int64)
     words = []
     for i in range(MAX_REAL_KV_SOURCES):
@@ -236,8 +307,12 @@ def source_arguments(ctx: VerifyOrWriteContext):
                          row_bytes // 8)
             words.append(device.byte_words(src.tensor))
         else:
-            words.append(xp.zeros(2, dtype=np.uint64))
-    return words, device.to_device(params), n
+            words.append(_no_source_arguments(device.backend())[0][i])
+    if len(_source_arguments_cache) >= _SOURCE_ARGUMENTS_KEPT:
+        _source_arguments_cache.pop(next(iter(_source_arguments_cache)))
+    entry = (words, device.to_device(params), tuple(s.tensor for s in ctx.real_kv_sources))
+    _source_arguments_cache[key] = entry
+    return entry[0], entry[1], n
 
 
 @cuda.jit(device=True, inline=True)
@@ -272,7 +347,7 @@ def record_violation_dev(ring, write_index, kind, slot, position, stored_token, 
                             stored_hash, expected_aux, bits):
     """Reserve a ring row with an atomic add; fill it when it is inside the ring."""
     seq = cuda.atomic.add(write_index, 0, 1)
-    if seq < ring.shape[0]:
+    if seq >= 0 and seq < ring.shape[0]:  # a corrupted (negative) index writes nothing
         ring[seq, 0] = kind
         ring[seq, 1] = slot
         ring[seq, 2] = position

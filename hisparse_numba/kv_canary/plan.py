@@ -15,6 +15,8 @@ For each batch row ``r`` (request ``rp = req_pool_indices[r]``; ``rp == 0`` is a
 * overflow: ``verify_num_valid = min(total, capacity)``; ``enable = total <= capacity``. On
   overflow no entry is written (the arrays keep what they held).
 
+Before the kernels run, ``plan_checks`` checks the values they index with (``checks="full"``).
+
 LUT translation leaves negative slots as they are and clamps the others to ``lut_len - 1`` (sglang's
 kernels clamp; its torch reference raises instead: here both sides clamp, so they stay identical).
 
@@ -28,7 +30,7 @@ Launch geometry (``launch_canary_plan_kernels``):
 2. entries kernel: a grid-stride loop over flat entries ``[0, total)``; each entry finds its row
    by binary search over the scratch offsets. It returns at once when ``enable == 0``.
 
-Read top-down: the plan types, the NumPy reference, the kernels, the launchers
+Read top-down: the plan types (``plan_types``), the NumPy reference, the kernels, the launchers
 (``launch_unchecked(call)`` launches a ``CanaryPlanCall`` that ``check_canary_plan`` accepted, in
 ``plan_checks.py``; ``launch_canary_plan_kernels`` is the two together). The behaviour reproduced
 is described in ``docs/kv-canary.md#plan``. Lessons: 02 (verify capacity), 12 (capacity and SWA).
@@ -37,88 +39,14 @@ is described in ``docs/kv-canary.md#plan``. Lessons: 02 (verify capacity), 12 (c
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import device
 from ..blockscan import block_exclusive_scan
-from ..checks import fail
 from ..device import cuda, xp
 from .plan_checks import PLAN_BS_BLOCK_SIZE, CanaryPlanCall, check_canary_plan
-
-
-@dataclass(frozen=True)
-class VerifyPlan:
-    """Flat verify entries: four ``[C]`` int64 arrays and two ``[1]`` int32 scalars.
-
-    ``verify_prev_slot_indices == -1`` marks a chain head, ``verify_expected_tokens == -1`` skips the
-    token check. Entries at index ``>= verify_num_valid[0]`` are unspecified.
-    """
-
-    verify_slot_indices: object
-    verify_expected_tokens: object
-    verify_expected_positions: object
-    verify_prev_slot_indices: object
-    verify_num_valid: object
-    enable: object
-
-    @staticmethod
-    def allocation_bytes(verify_capacity: int) -> int:
-        return 4 * int(verify_capacity) * 8 + 2 * 4
-
-    @classmethod
-    def allocate(cls, verify_capacity: int, *, array_module=None) -> "VerifyPlan":
-        """Device arrays for ``verify_capacity`` entries (uninitialised, ``enable`` = 1).
-
-        ``array_module=numpy`` allocates host arrays (for the NumPy reference on a GPU machine).
-        """
-        am = xp if array_module is None else array_module
-        verify_capacity = int(verify_capacity)
-        if verify_capacity <= 0:
-            fail(f"kv-canary: VerifyPlan verify_capacity must be positive, got {verify_capacity}")
-        return cls(
-            verify_slot_indices=am.empty(verify_capacity, dtype=np.int64),
-            verify_expected_tokens=am.empty(verify_capacity, dtype=np.int64),
-            verify_expected_positions=am.empty(verify_capacity, dtype=np.int64),
-            verify_prev_slot_indices=am.empty(verify_capacity, dtype=np.int64),
-            verify_num_valid=am.empty(1, dtype=np.int32),
-            enable=am.ones(1, dtype=np.int32),
-        )
-
-    def arrays(self) -> dict:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-
-@dataclass(frozen=True)
-class WritePlan:
-    """``write_offsets [R + 1]`` int64, ``write_seed_slot_indices [R]`` int64,
-    ``write_num_valid_reqs [1]`` int32. Row ``r`` writes flat entries
-    ``[write_offsets[r], write_offsets[r + 1])`` of ``input_ids/positions/out_cache_loc``."""
-
-    write_offsets: object
-    write_seed_slot_indices: object
-    write_num_valid_reqs: object
-
-    @staticmethod
-    def allocation_bytes(write_req_capacity: int) -> int:
-        return (2 * int(write_req_capacity) + 1) * 8 + 4
-
-    @classmethod
-    def allocate(cls, write_req_capacity: int, *, array_module=None) -> "WritePlan":
-        """Device arrays for ``write_req_capacity`` rows (uninitialised); see ``VerifyPlan.allocate``."""
-        am = xp if array_module is None else array_module
-        write_req_capacity = int(write_req_capacity)
-        if write_req_capacity <= 0:
-            fail(f"kv-canary: WritePlan write_req_capacity must be positive, got {write_req_capacity}")
-        return cls(
-            write_offsets=am.empty(write_req_capacity + 1, dtype=np.int64),
-            write_seed_slot_indices=am.empty(write_req_capacity, dtype=np.int64),
-            write_num_valid_reqs=am.empty(1, dtype=np.int32),
-        )
-
-    def arrays(self) -> dict:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+from .plan_types import VerifyPlan, WritePlan  # noqa: F401  (the plan types, re-exported)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +74,7 @@ def launch_canary_plan_kernels_reference(*, verify_plan_out, write_plan_out, req
                       req_to_verify_expected_tokens=req_to_verify_expected_tokens,
                       req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
                       kv_token_id_vs_position_offset=kv_token_id_vs_position_offset,
-                      fn="launch_canary_plan_kernels_reference")
+                      fn="launch_canary_plan_kernels_reference", on_device=False)
     window = int(swa_window_size)
     lut = full_to_swa_index_mapping
     pool = req_to_verify_expected_tokens
@@ -333,6 +261,12 @@ def _entries_geometry(capacity: int) -> tuple[int, int]:
     return max(1, min(max_blocks, -(-capacity // threads))), threads
 
 
+@functools.cache
+def _placeholders(backend: str):
+    """Stand-ins for an absent LUT and pool (allocated once, so that a call copies nothing)."""
+    return xp.zeros(1, dtype=np.int64), xp.zeros((1, 1), dtype=np.int32), xp.zeros(1, dtype=np.int64)
+
+
 def launch_unchecked(call: CanaryPlanCall) -> None:
     """Launch the two plan kernels on ``call`` as it is: no checks.
 
@@ -342,14 +276,14 @@ def launch_unchecked(call: CanaryPlanCall) -> None:
     bs = call.bs
     lut = call.full_to_swa_index_mapping
     lut_len = 0 if lut is None else int(lut.shape[0])
+    no_lut, no_pool, no_valid_lens = _placeholders(device.backend())
     if lut is None:
-        lut = xp.zeros(1, dtype=np.int64)
+        lut = no_lut
     pool = call.req_to_verify_expected_tokens
     has_pool = 0 if pool is None else 1
     valid_lens = call.req_to_verify_expected_tokens_valid_lens
     if pool is None:
-        pool = xp.zeros((1, 1), dtype=np.int32)
-        valid_lens = xp.zeros(max(bs, 1), dtype=np.int64)
+        pool, valid_lens = no_pool, no_valid_lens  # never read: has_pool == 0
     vp, wp = call.verify_plan_out, call.write_plan_out
     window, cap = call.swa_window_size, call.verify_capacity
     scratch = xp.empty(bs + 1, dtype=np.int64)
@@ -372,16 +306,20 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
                                extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
                                verify_capacity, req_to_verify_expected_tokens,
                                req_to_verify_expected_tokens_valid_lens,
-                               kv_token_id_vs_position_offset) -> None:
-    """Fill ``verify_plan_out`` and ``write_plan_out`` on the device (two launches, no host sync).
+                               kv_token_id_vs_position_offset, checks: str = "full") -> None:
+    """Fill ``verify_plan_out`` and ``write_plan_out`` on the device (two launches).
 
     Inputs: ``req_pool_indices``, ``prefix_lens``, ``extend_seq_lens`` ``[bs]`` int64 (bs <= 4096 and
     <= the WritePlan's capacity); ``req_to_token`` ``[max_reqs, max_seq_len]`` int32, C-contiguous;
     ``full_to_swa_index_mapping`` ``[n]`` int64 or None (required when ``swa_window_size > 0``);
     ``verify_capacity`` must equal ``verify_plan_out.verify_slot_indices.shape[0]``; the expected
-    token pool ``[max_reqs, cols]`` int32 or None, with ``valid_lens [bs]`` int64 (required with the
-    pool). Preconditions not checked (device data): ``0 <= rp < max_reqs`` and
-    ``prefix_len <= max_seq_len`` for active rows.
+    token pool ``[rows, cols]`` int32 or None, with ``valid_lens [bs]`` int64 (required with the
+    pool). Every active row (``rp != 0``) needs ``0 < rp < max_reqs`` (and ``< rows`` of the pool)
+    and ``prefix_len + max(extend_len, 0) <= max_seq_len`` (``plan_checks``).
+
+    ``checks="full"`` (default) checks those values on the device first: one small kernel and one
+    128-byte read-back (the call's only host synchronisation). ``checks="shapes"`` skips them, for
+    a caller that validated the batch upstream; a bad value then reads out of bounds.
     """
     launch_unchecked(check_canary_plan(
         verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
@@ -390,4 +328,4 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
         full_to_swa_index_mapping=full_to_swa_index_mapping, verify_capacity=verify_capacity,
         req_to_verify_expected_tokens=req_to_verify_expected_tokens,
         req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
-        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset))
+        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset, checks=checks))

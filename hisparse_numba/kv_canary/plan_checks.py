@@ -1,9 +1,19 @@
 """The checks of the kv-canary plan launchers (``plan.py``), in sglang's order and with its texts.
 
-Only shapes, dtypes and layouts are checked: the plan kernels never read device data back to the
-host, so the data preconditions (``0 <= rp < max_reqs``, ``prefix_len <= max_seq_len``) stay the
-caller's (``docs/kv-canary.md#plan``). Lessons 02 (verify capacity) and 12 (capacity and SWA)
-teach two of these checks.
+Host checks (types, scalars, shapes, dtypes, layouts) come first, sglang's in its order. Then, with
+``checks="full"`` (the default), one device pass checks every value the plan kernels index with,
+per batch row with ``rp = req_pool_indices[r] != 0`` (0 marks a padding row, never read):
+
+0. ``0 <= rp < max_reqs`` (``req_to_token``'s rows);
+1. ``prefix_lens[r] <= max_seq_len`` (verify entries read positions ``< prefix_len``);
+2. ``extend_seq_lens[r] <= max_seq_len - max(prefix_lens[r], 0)`` (the sequence fits its row; it
+   also bounds the write offsets' sums);
+3. with an expected-token pool, ``rp < pool.shape[0]``.
+
+Negative prefix or extend lengths, negative valid lengths and any offset are harmless by definition
+(they give empty ranges); the SWA table is clamped. Duplicate request rows only repeat entries.
+``plan_value_verdict_reference`` is the NumPy twin of the check kernel (``docs/kv-canary.md#plan``).
+Lessons 02 (verify capacity) and 12 (capacity and SWA) teach two of these checks.
 """
 
 from __future__ import annotations
@@ -12,9 +22,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import device
 from ..checks import check_canary_array, describe, fail
+from ..device import cuda, flag_bad_dev
+from .arguments import check_not_shared, checks_arg, int_arg, raise_first, require_array
+from .plan_types import VerifyPlan, WritePlan
 
 PLAN_BS_BLOCK_SIZE = 4096
+MAX_POSITION_OFFSET = 1 << 31  # |kv_token_id_vs_position_offset| (sglang uses 0 or 1)
 
 
 class CanaryPlanCall(NamedTuple):
@@ -43,15 +58,37 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
                       extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
                       verify_capacity, req_to_verify_expected_tokens,
                       req_to_verify_expected_tokens_valid_lens, kv_token_id_vs_position_offset,
-                      fn: str = "launch_canary_plan_kernels") -> CanaryPlanCall:
+                      fn: str = "launch_canary_plan_kernels", checks: str = "full",
+                      on_device: bool = True) -> CanaryPlanCall:
     """Every check of the plan launchers, in sglang's order; the accepted call.
 
-    ``fn`` names the caller in the messages (as sglang's do).
+    ``fn`` names the caller in the messages (as sglang's do). ``checks="shapes"`` skips the value
+    checks; ``on_device=False`` runs them in NumPy (the reference's host arrays).
     """
-    if int(swa_window_size) > 0 and full_to_swa_index_mapping is None:
+    values = checks_arg(checks)
+    if not isinstance(verify_plan_out, VerifyPlan):
+        raise TypeError(f"kv-canary: {fn} verify_plan_out must be a VerifyPlan, got {type(verify_plan_out).__name__}")
+    if not isinstance(write_plan_out, WritePlan):
+        raise TypeError(f"kv-canary: {fn} write_plan_out must be a WritePlan, got {type(write_plan_out).__name__}")
+    window = int_arg("swa_window_size", swa_window_size)
+    capacity = int_arg("verify_capacity", verify_capacity)
+    offset = int_arg("kv_token_id_vs_position_offset", kv_token_id_vs_position_offset,
+                     -MAX_POSITION_OFFSET, MAX_POSITION_OFFSET)
+    for name, a in (("req_pool_indices", req_pool_indices), ("prefix_lens", prefix_lens),
+                    ("extend_seq_lens", extend_seq_lens), ("req_to_token", req_to_token),
+                    *(("verify_plan_out." + k, v) for k, v in verify_plan_out.arrays().items()),
+                    *(("write_plan_out." + k, v) for k, v in write_plan_out.arrays().items())):
+        require_array(name, a)
+    for name, a in (("full_to_swa_index_mapping", full_to_swa_index_mapping),
+                    ("req_to_verify_expected_tokens", req_to_verify_expected_tokens),
+                    ("req_to_verify_expected_tokens_valid_lens", req_to_verify_expected_tokens_valid_lens)):
+        if a is not None:
+            require_array(name, a)
+    if window > 0 and full_to_swa_index_mapping is None:
         fail(f"kv-canary: {fn} requires full_to_swa_index_mapping when swa_window_size > 0")
+    _check_vector(fn, "verify_plan_out.verify_slot_indices", verify_plan_out.verify_slot_indices, np.int64)
     plan_verify_capacity = int(verify_plan_out.verify_slot_indices.shape[0])
-    if int(verify_capacity) != plan_verify_capacity:
+    if capacity != plan_verify_capacity:
         fail(f"kv-canary: {fn} verify_capacity={verify_capacity} does not match "
              f"verify_plan_out.verify_slot_indices.shape[0]={plan_verify_capacity}")
     if req_to_verify_expected_tokens is not None and req_to_verify_expected_tokens_valid_lens is None:
@@ -62,13 +99,14 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
     if bs > PLAN_BS_BLOCK_SIZE:
         fail(f"kv-canary: {fn} supports at most bs={PLAN_BS_BLOCK_SIZE} reqs per launch, got bs={bs}. "
              f"Bump PLAN_BS_BLOCK_SIZE if real workloads need this.")
+    _check_vector(fn, "write_plan_out.write_seed_slot_indices", write_plan_out.write_seed_slot_indices, np.int64)
     write_req_capacity = int(write_plan_out.write_seed_slot_indices.shape[0])
     if bs > write_req_capacity:
         fail(f"kv-canary: bs={bs} exceeds write_req_capacity={write_req_capacity}")
-    if int(swa_window_size) < 0:
+    if window < 0:
         fail(f"kv-canary: {fn} swa_window_size must be >= 0, got {swa_window_size}")
-    _check_vector(fn, "prefix_lens", prefix_lens, np.int64, bs)
-    _check_vector(fn, "extend_seq_lens", extend_seq_lens, np.int64, bs)
+    _check_vector(fn, "prefix_lens", prefix_lens, np.int64, bs, "req_pool_indices")
+    _check_vector(fn, "extend_seq_lens", extend_seq_lens, np.int64, bs, "req_pool_indices")
     _check_matrix(fn, "req_to_token", req_to_token, np.int32)
     if req_to_token.shape[1] <= 0:
         fail(f"kv-canary: {fn} req_to_token must have at least one column, got {describe(req_to_token)}")
@@ -78,36 +116,134 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
             fail(f"kv-canary: {fn} full_to_swa_index_mapping must not be empty")
     if req_to_verify_expected_tokens is not None:
         _check_matrix(fn, "req_to_verify_expected_tokens", req_to_verify_expected_tokens, np.int32)
+    if req_to_verify_expected_tokens_valid_lens is not None:
         _check_vector(fn, "req_to_verify_expected_tokens_valid_lens",
-                      req_to_verify_expected_tokens_valid_lens, np.int64, bs)
-    elif req_to_verify_expected_tokens_valid_lens is not None:
-        _check_vector(fn, "req_to_verify_expected_tokens_valid_lens",
-                      req_to_verify_expected_tokens_valid_lens, np.int64, bs)
+                      req_to_verify_expected_tokens_valid_lens, np.int64, bs, "req_pool_indices")
     cap = plan_verify_capacity
     for name in ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
                  "verify_prev_slot_indices"):
-        _check_vector(fn, f"verify_plan_out.{name}", getattr(verify_plan_out, name), np.int64, cap)
+        _check_vector(fn, f"verify_plan_out.{name}", getattr(verify_plan_out, name), np.int64, cap,
+                      "verify_plan_out.verify_slot_indices")
     _check_vector(fn, "verify_plan_out.verify_num_valid", verify_plan_out.verify_num_valid, np.int32, 1)
     _check_vector(fn, "verify_plan_out.enable", verify_plan_out.enable, np.int32, 1)
     _check_vector(fn, "write_plan_out.write_offsets", write_plan_out.write_offsets, np.int64,
-                  write_req_capacity + 1)
+                  write_req_capacity + 1, "write_plan_out.write_seed_slot_indices, plus one")
     _check_vector(fn, "write_plan_out.write_seed_slot_indices", write_plan_out.write_seed_slot_indices,
                   np.int64, write_req_capacity)
     _check_vector(fn, "write_plan_out.write_num_valid_reqs", write_plan_out.write_num_valid_reqs,
                   np.int32, 1)
-    return CanaryPlanCall(
-        bs=bs, swa_window_size=int(swa_window_size), verify_capacity=int(verify_capacity),
-        kv_token_id_vs_position_offset=int(kv_token_id_vs_position_offset),
+    check_not_shared(f"{fn} ", [("verify_plan_out." + k, v) for k, v in verify_plan_out.arrays().items()]
+                     + [("write_plan_out." + k, v) for k, v in write_plan_out.arrays().items()], (
+        ("req_pool_indices", req_pool_indices), ("prefix_lens", prefix_lens),
+        ("extend_seq_lens", extend_seq_lens), ("req_to_token", req_to_token),
+        ("full_to_swa_index_mapping", full_to_swa_index_mapping),
+        ("req_to_verify_expected_tokens", req_to_verify_expected_tokens),
+        ("req_to_verify_expected_tokens_valid_lens", req_to_verify_expected_tokens_valid_lens)))
+    call = CanaryPlanCall(
+        bs=bs, swa_window_size=window, verify_capacity=capacity,
+        kv_token_id_vs_position_offset=offset,
         verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
         req_pool_indices=req_pool_indices, prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens,
         req_to_token=req_to_token, full_to_swa_index_mapping=full_to_swa_index_mapping,
         req_to_verify_expected_tokens=req_to_verify_expected_tokens,
         req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens)
+    if values:
+        check_plan_values(call, fn=fn, on_device=on_device)
+    return call
 
 
-def _check_vector(fn, name, a, dtype, length=None):
+# ---------------------------------------------------------------------------------------------
+# The value checks: NumPy reference, then the kernel, then the runner.
+
+REQ_OUT_OF_RANGE, PREFIX_PAST_ROW, EXTEND_PAST_ROW, POOL_TOO_SHORT = range(4)
+
+
+def plan_value_verdict_reference(req_pool_indices, prefix_lens, extend_seq_lens, max_reqs: int,
+                                 max_seq_len: int, pool_rows: int) -> list:
+    """``[(count, first bad row), ...]`` per condition (module docstring); ``pool_rows = -1``
+    without a pool. The same verdict as ``plan_value_check_kernel``."""
+    rp = np.asarray(req_pool_indices, dtype=np.int64)
+    prefix = np.asarray(prefix_lens, dtype=np.int64)
+    extend = np.asarray(extend_seq_lens, dtype=np.int64)
+    active = rp != 0
+    bad = [active & ((rp < 0) | (rp >= max_reqs)),
+           active & (prefix > max_seq_len),
+           active & (extend > max_seq_len - np.maximum(prefix, 0)),
+           active & (pool_rows >= 0) & (rp >= pool_rows)]
+    verdict = [(int(b.sum()), int(np.argmax(b)) if b.any() else -1) for b in bad]
+    return verdict + [(0, -1)] * (device.CHECK_CONDITIONS - len(verdict))
+
+
+@cuda.jit
+def plan_value_check_kernel(req_pool_indices, prefix_lens, extend_seq_lens, max_reqs, max_seq_len,
+                            pool_rows, flags):
+    r = cuda.grid(1)
+    while r < req_pool_indices.shape[0]:
+        rp = req_pool_indices[r]
+        if rp != 0:
+            prefix = prefix_lens[r]
+            if rp < 0 or rp >= max_reqs:
+                flag_bad_dev(flags, REQ_OUT_OF_RANGE, r)
+            if prefix > max_seq_len:
+                flag_bad_dev(flags, PREFIX_PAST_ROW, r)
+            if extend_seq_lens[r] > max_seq_len - max(prefix, 0):
+                flag_bad_dev(flags, EXTEND_PAST_ROW, r)
+            if pool_rows >= 0 and rp >= pool_rows:
+                flag_bad_dev(flags, POOL_TOO_SHORT, r)
+        r += cuda.gridsize(1)
+
+
+def _value_geometry(bs: int) -> tuple[int, int]:
+    threads = 32 if device.SIMULATOR else 256
+    return max(1, min(-(-bs // threads), 2 if device.SIMULATOR else 16)), threads
+
+
+def _at(a, i: int) -> int:
+    """One element of a device array (a read-back of 8 bytes, only to word a rejection)."""
+    return int(device.to_host(a[i:i + 1])[0])
+
+
+def check_plan_values(call: CanaryPlanCall, *, fn: str = "launch_canary_plan_kernels",
+                      on_device: bool = True) -> None:
+    """The value checks of ``call`` (module docstring): one kernel and one 128-byte read-back, or
+    NumPy with ``on_device=False``. Raises the first failing condition's ``ValueError``."""
+    if call.bs == 0:
+        return
+    max_reqs, max_seq_len = int(call.req_to_token.shape[0]), int(call.req_to_token.shape[1])
+    pool = call.req_to_verify_expected_tokens
+    pool_rows = -1 if pool is None else int(pool.shape[0])
+    args = (call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, max_reqs, max_seq_len, pool_rows)
+    if on_device:
+        verdict = device.check_flags(plan_value_check_kernel, *_value_geometry(call.bs), *args)
+    else:
+        verdict = plan_value_verdict_reference(*args)
+    rp, prefix, extend = call.req_pool_indices, call.prefix_lens, call.extend_seq_lens
+
+    def req_message(r):
+        return (f"kv-canary: {fn} req_pool_indices[{r}]={_at(rp, r)} is not a row of req_to_token "
+                f"(0 < rp < {max_reqs}; 0 marks a padding row)")
+
+    def prefix_message(r):
+        return (f"kv-canary: {fn} prefix_lens[{r}]={_at(prefix, r)} exceeds req_to_token's "
+                f"max_seq_len={max_seq_len} (request row {_at(rp, r)})")
+
+    def extend_message(r):
+        return (f"kv-canary: {fn} extend_seq_lens[{r}]={_at(extend, r)} with prefix_lens[{r}]="
+                f"{_at(prefix, r)} runs past req_to_token's max_seq_len={max_seq_len}")
+
+    def pool_message(r):
+        return (f"kv-canary: {fn} req_to_verify_expected_tokens has {pool_rows} rows, but "
+                f"req_pool_indices[{r}]={_at(rp, r)} needs row {_at(rp, r)}")
+
+    raise_first(verdict, [req_message, prefix_message, extend_message, pool_message])
+
+
+def _check_vector(fn, name, a, dtype, length=None, length_of=None):
+    """``a`` is 1-D (of ``length`` entries: the length of ``length_of``), ``dtype``, contiguous."""
     if a.ndim != 1 or (length is not None and a.shape[0] != length):
         want = f"[{length}]" if length is not None else "1-D"
+        if length_of is not None:
+            want += f" (the length of {length_of})"
         fail(f"kv-canary: {fn} {name} must have shape {want}, got {describe(a)}")
     check_canary_array(name, a, dtype)
 

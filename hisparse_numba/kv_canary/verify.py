@@ -19,25 +19,21 @@ Launch geometry: a grid-stride loop, ``min(64, ceil(C / 512))`` blocks of 512 th
 (64 threads and at most 2 blocks in the simulator); thread 0 of block 0 bumps both counters.
 
 Read top-down: the NumPy reference, the kernel, the launchers (``launch_unchecked(call)`` launches
-a :class:`CanaryVerifyCall` that ``check_canary_verify`` accepted; ``launch_canary_verify_kernel``
-is the two together), then the checks. The behaviour reproduced is described in
+a :class:`CanaryVerifyCall` that ``check_canary_verify`` in ``verify_checks`` accepted;
+``launch_canary_verify_kernel`` is the two together). The behaviour reproduced is described in
 ``docs/kv-canary.md#verify``. Lessons: 02 (verify capacity), 13 (capstone).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from .. import device
-from ..checks import check_canary_array, fail
 from ..device import cuda
 from .context import (
     VerifyOrWriteContext,
     append_violations_reference,
     canary_fields,
-    check_context,
     fold_real_kv_dev,
     fold_real_kv_reference,
     host_sources,
@@ -57,14 +53,7 @@ from .hashing import (
     to_signed64,
 )
 from .plan import VerifyPlan
-
-class CanaryVerifyCall(NamedTuple):
-    """One accepted verify launch: every argument of the call (see ``launch_unchecked``)."""
-
-    context: VerifyOrWriteContext
-    plan: VerifyPlan
-    check_verify_expected_token: bool
-
+from .verify_checks import CanaryVerifyCall, check_canary_verify
 
 _CHAIN = int(FailReason.VERIFY_CHAIN_HASH_MISMATCH)
 _POSITION = int(FailReason.VERIFY_POSITION_MISMATCH)
@@ -75,13 +64,14 @@ _TOKEN = int(FailReason.VERIFY_TOKEN_MISMATCH)
 def launch_canary_verify_kernel_reference(*, context: VerifyOrWriteContext, plan: VerifyPlan,
                                           check_verify_expected_token: bool) -> None:
     """NumPy twin of :func:`launch_canary_verify_kernel` (mutates the ring and the counters)."""
-    check_canary_verify(context=context, plan=plan, check_verify_expected_token=check_verify_expected_token)
+    check_canary_verify(context=context, plan=plan, check_verify_expected_token=check_verify_expected_token,
+                        on_device=False)
     ctx = context
-    ctx.kernel_run_counter[0] += 1
+    ctx.kernel_run_counter[:1] += 1  # an array add wraps as the device's atomic does
     if int(plan.enable[0]) == 0:
         return
     active = max(0, min(int(plan.verify_num_valid[0]), plan.verify_slot_indices.shape[0]))
-    ctx.slot_run_counter[0] += active
+    ctx.slot_run_counter[:1] += active
     buf = canary_fields(ctx.canary_buf)
     sources = host_sources(ctx)
     kind = int(ctx.kernel_kind)
@@ -179,26 +169,15 @@ def launch_unchecked(call: CanaryVerifyCall) -> None:
 
 
 def launch_canary_verify_kernel(*, context: VerifyOrWriteContext, plan: VerifyPlan,
-                                check_verify_expected_token: bool) -> None:
-    """Verify the canary rows listed by ``plan`` (see the module docstring); never reads the host.
+                                check_verify_expected_token: bool, checks: str = "full") -> None:
+    """Verify the canary rows listed by ``plan`` (see the module docstring).
 
     Run the plan kernels first: ``verify_num_valid`` is uninitialised after ``VerifyPlan.allocate``.
-    Preconditions not checked (device data): slots and predecessors ``< num_slots``.
+    ``checks="full"`` (default) first checks on the device that every slot and predecessor the
+    kernel reads is inside the canary buffer (``verify_checks``; one small kernel and one 128-byte
+    read-back). ``checks="shapes"`` skips that, for plans made by ``launch_canary_plan_kernels``
+    from checked inputs on a canary buffer that covers ``req_to_token``'s slots.
     """
     launch_unchecked(check_canary_verify(context=context, plan=plan,
-                                         check_verify_expected_token=check_verify_expected_token))
-
-
-def check_canary_verify(*, context, plan, check_verify_expected_token) -> CanaryVerifyCall:
-    """Every check of the verify launcher and its reference; the accepted call."""
-    check_context(context)
-    if not isinstance(plan, VerifyPlan):
-        fail(f"kv-canary: plan must be a VerifyPlan, got {type(plan).__name__}")
-    cap = int(plan.verify_slot_indices.shape[0])
-    for name in ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
-                 "verify_prev_slot_indices"):
-        check_canary_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,))
-    check_canary_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,))
-    check_canary_array("plan.enable", plan.enable, np.int32, shape=(1,))
-    return CanaryVerifyCall(context=context, plan=plan,
-                            check_verify_expected_token=bool(check_verify_expected_token))
+                                         check_verify_expected_token=check_verify_expected_token,
+                                         checks=checks))

@@ -21,33 +21,29 @@ atomic. Violation rows
 of different requests land in the ring in a racy order (see ``context``); rows of one request keep
 their order.
 
-Precondition (device data, not checked): within one launch the live slots (``out_cache_loc >= 0``)
-are pairwise distinct and none of them is a row's seed slot. sglang's allocator guarantees this. If
-two rows write one slot, or one row writes the slot another row's seed reads, the GPU result is a
-race between threads (sglang's kernel races the same way); the reference's row-by-row order (last
-write wins, seeds see earlier rows' writes) is only one possible outcome. A clamping SWA LUT
-(``plan``) that maps several full slots to its last entry breaks this precondition.
+Within one launch the live slots (``out_cache_loc >= 0``) must be pairwise distinct and none of
+them a row's seed slot (sglang's allocator guarantees this and sglang does not check it): if two
+rows wrote one slot, the GPU result would be a race between threads. ``write_checks`` rejects such
+calls (and slots, seeds or row ranges out of bounds) before anything is written, unless the caller
+passes ``checks="shapes"``. A clamping SWA LUT (``plan``) that maps several full slots to its last
+entry produces such duplicates.
 
 Read top-down: the NumPy reference, the kernel, the launchers (``launch_unchecked(call)`` launches
-a :class:`CanaryWriteCall` that ``check_canary_write`` accepted; ``launch_canary_write_kernel`` is
-the two together), then the checks. The behaviour reproduced is described in
+a :class:`CanaryWriteCall` that ``check_canary_write`` in ``write_checks`` accepted;
+``launch_canary_write_kernel`` is the two together). The behaviour reproduced is described in
 ``docs/kv-canary.md#write``. Lessons: 12 (capacity and SWA), 13 (capstone).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from .. import device
-from ..checks import check_canary_array, fail
 from ..device import cuda
 from .context import (
     VerifyOrWriteContext,
     append_violations_reference,
     canary_fields,
-    check_context,
     fold_real_kv_dev,
     fold_real_kv_reference,
     host_sources,
@@ -68,19 +64,7 @@ from .hashing import (
     to_signed64,
 )
 from .plan import WritePlan
-
-class CanaryWriteCall(NamedTuple):
-    """One accepted write launch: every argument of the call (see ``launch_unchecked``)."""
-
-    context: VerifyOrWriteContext
-    plan: WritePlan
-    input_ids: object
-    positions: object
-    out_cache_loc: object
-    enable_write_input_assert: bool
-    expected_input_tokens: object = None
-    expected_input_positions: object = None
-
+from .write_checks import CanaryWriteCall, check_canary_write
 
 _WRITE_TOKEN = int(FailReason.WRITE_TOKEN_MISMATCH)
 _WRITE_POSITION = int(FailReason.WRITE_POSITION_MISMATCH)
@@ -93,9 +77,9 @@ def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan:
     check_canary_write(context=context, plan=plan, input_ids=input_ids, positions=positions,
                        out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
                        expected_input_tokens=expected_input_tokens,
-                       expected_input_positions=expected_input_positions)
+                       expected_input_positions=expected_input_positions, on_device=False)
     ctx = context
-    ctx.kernel_run_counter[0] += 1
+    ctx.kernel_run_counter[:1] += 1  # an array add wraps as the device's atomic does
     active = max(0, min(int(plan.write_num_valid_reqs[0]), plan.write_seed_slot_indices.shape[0]))
     buf = canary_fields(ctx.canary_buf)
     chain_assert_flag = ctx.enable_chain_position_assert is not None and int(ctx.enable_chain_position_assert[0]) != 0
@@ -132,7 +116,7 @@ def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan:
             buf[slot, CANARY_FIELD_REAL_KV_HASH] = to_signed64(rk)
             h = mix3(h, tok, pos)
             written += 1
-    ctx.slot_run_counter[0] += written
+    ctx.slot_run_counter[:1] += written
     append_violations_reference(ctx, ctx.violation_ring, ctx.violation_write_index, rows)
 
 
@@ -217,49 +201,18 @@ def launch_unchecked(call: CanaryWriteCall) -> None:
 
 def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan, input_ids, positions,
                                out_cache_loc, enable_write_input_assert: bool, expected_input_tokens,
-                               expected_input_positions) -> None:
-    """Write canary rows for one step (see the module docstring); never reads the host.
+                               expected_input_positions, checks: str = "full") -> None:
+    """Write canary rows for one step (see the module docstring).
 
     ``input_ids``, ``positions``, ``out_cache_loc`` (and the expected tensors when
     ``enable_write_input_assert``; they must be None otherwise): ``[num_tokens]`` int64 device arrays
-    covering every flat entry of the plan. Preconditions not checked (device data): slots and seeds
-    ``< num_slots``; ``write_offsets[min(num_valid, R)] <= num_tokens``; live slots distinct and
-    not seed slots (module docstring; otherwise the result is a race).
+    covering every flat entry of the plan. ``checks="full"`` (default) first checks on the device
+    that the plan's rows lie inside the inputs, that slots and seeds are ``< num_slots`` and that
+    live slots are distinct and not seeds (``write_checks``; one small kernel and one 128-byte
+    read-back). ``checks="shapes"`` skips those value checks, for a caller that guarantees them.
     """
     launch_unchecked(check_canary_write(
         context=context, plan=plan, input_ids=input_ids, positions=positions,
         out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
-        expected_input_tokens=expected_input_tokens, expected_input_positions=expected_input_positions))
-
-
-def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
-                       expected_input_tokens, expected_input_positions) -> CanaryWriteCall:
-    """Every check of the write launcher and its reference (before anything is written); the
-    accepted call."""
-    check_context(context)
-    if enable_write_input_assert:
-        if expected_input_tokens is None or expected_input_positions is None:
-            fail("kv-canary: expected input tensors are required when enable_write_input_assert=True")
-    elif expected_input_tokens is not None or expected_input_positions is not None:
-        fail("kv-canary: expected input tensors must be None when enable_write_input_assert=False")
-    if not isinstance(plan, WritePlan):
-        fail(f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
-    r = int(plan.write_seed_slot_indices.shape[0])
-    check_canary_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,))
-    check_canary_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1)
-    check_canary_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,))
-    n = int(input_ids.shape[0]) if input_ids.ndim == 1 else -1
-    names = ["input_ids", "positions", "out_cache_loc"]
-    arrays = [input_ids, positions, out_cache_loc]
-    if enable_write_input_assert:
-        names += ["expected_input_tokens", "expected_input_positions"]
-        arrays += [expected_input_tokens, expected_input_positions]
-    for name, a in zip(names, arrays):
-        check_canary_array(name, a, np.int64, ndim=1)
-        if a.shape[0] != n:
-            fail(f"kv-canary: {name} must have the length of input_ids ({n}), got {a.shape[0]}")
-    return CanaryWriteCall(context=context, plan=plan, input_ids=input_ids, positions=positions,
-                           out_cache_loc=out_cache_loc,
-                           enable_write_input_assert=bool(enable_write_input_assert),
-                           expected_input_tokens=expected_input_tokens,
-                           expected_input_positions=expected_input_positions)
+        expected_input_tokens=expected_input_tokens, expected_input_positions=expected_input_positions,
+        checks=checks))

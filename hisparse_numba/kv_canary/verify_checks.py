@@ -1,0 +1,138 @@
+"""The checks of the kv-canary verify launcher (``verify.py``), run before anything is written.
+
+Host checks: the context (``context.check_context``), the flag, the VerifyPlan's types, dtypes and
+shapes, and that no plan array shares memory with an array the kernel writes. Then, with
+``checks="full"`` (the default), ONE device pass over the entries the kernel reads
+(``k < min(max(verify_num_valid, 0), C)``, only when ``enable != 0``; ``docs/kv-canary.md#verify``)
+checks, for entries whose slot is not 0 (slot 0 is skipped):
+
+0. ``-num_slots <= slot < num_slots`` (a negative slot counts from the end of the buffer, as in
+   sglang's reference);
+1. a positive predecessor ``prev`` is ``< num_slots`` (0 and negative predecessors are not read).
+
+Verify never writes the canary buffer, so repeated slots are harmless.
+``verify_value_verdict_reference`` is the NumPy twin of the kernel's verdict.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import device
+from ..checks import check_canary_array, describe, fail
+from ..device import cuda, flag_bad_dev
+from .arguments import checks_arg, flag_arg, raise_first, require_array
+from .context import VerifyOrWriteContext, check_context, check_launch_memory
+from .plan_types import VerifyPlan
+
+
+class CanaryVerifyCall(NamedTuple):
+    """One accepted verify launch: every argument of the call (see ``verify.launch_unchecked``)."""
+
+    context: VerifyOrWriteContext
+    plan: VerifyPlan
+    check_verify_expected_token: bool
+
+
+PLAN_ARRAYS = ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
+               "verify_prev_slot_indices")
+
+
+def check_canary_verify(*, context, plan, check_verify_expected_token, checks: str = "full",
+                        on_device: bool = True) -> CanaryVerifyCall:
+    """Every check of the verify launcher and its reference; the accepted call.
+    ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in NumPy."""
+    values = checks_arg(checks)
+    check_context(context)
+    check_token = flag_arg("check_verify_expected_token", check_verify_expected_token)
+    if not isinstance(plan, VerifyPlan):
+        raise TypeError(f"kv-canary: plan must be a VerifyPlan, got {type(plan).__name__}")
+    for name, a in plan.arrays().items():
+        require_array(f"plan.{name}", a)
+    check_canary_array("plan.verify_slot_indices", plan.verify_slot_indices, np.int64, ndim=1)
+    cap = int(plan.verify_slot_indices.shape[0])
+    for name in PLAN_ARRAYS:
+        if tuple(getattr(plan, name).shape) != (cap,):
+            fail(f"kv-canary: plan.{name} must have shape ({cap},) (the length of plan.verify_slot_indices), "
+                 f"got {describe(getattr(plan, name))}")
+        check_canary_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,))
+    check_canary_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,))
+    check_canary_array("plan.enable", plan.enable, np.int32, shape=(1,))
+    check_launch_memory(context, [(f"plan.{k}", v) for k, v in plan.arrays().items()])
+    call = CanaryVerifyCall(context=context, plan=plan, check_verify_expected_token=check_token)
+    if values:
+        check_verify_values(call, on_device=on_device)
+    return call
+
+
+# ---------------------------------------------------------------------------------------------
+# The value checks: NumPy reference, then the kernel, then the runner.
+
+SLOT_OUT_OF_RANGE, PREV_PAST_BUFFER = range(2)
+
+
+def verify_value_verdict_reference(slots, prev_slots, num_valid, enable, num_slots: int) -> list:
+    """``[(count, first bad entry), ...]`` per condition of the module docstring (NumPy)."""
+    verdict = [(0, -1)] * device.CHECK_CONDITIONS
+    if int(np.asarray(enable)[0]) == 0:
+        return verdict
+    active = min(max(int(np.asarray(num_valid)[0]), 0), slots.shape[0])
+    slot = np.asarray(slots[:active], dtype=np.int64)
+    prev = np.asarray(prev_slots[:active], dtype=np.int64)
+    read = slot != 0
+    bad = [read & ((slot < -num_slots) | (slot >= num_slots)), read & (prev >= num_slots)]
+    verdict[:2] = [(int(b.sum()), int(np.argmax(b)) if b.any() else -1) for b in bad]
+    return verdict
+
+
+@cuda.jit
+def verify_value_check_kernel(slots, prev_slots, num_valid, enable, num_slots, flags):
+    if enable[0] == 0:
+        return
+    active = min(max(np.int64(num_valid[0]), 0), slots.shape[0])
+    k = cuda.grid(1)
+    while k < active:
+        slot = slots[k]
+        if slot != 0:
+            if slot < -num_slots or slot >= num_slots:
+                flag_bad_dev(flags, SLOT_OUT_OF_RANGE, k)
+            if prev_slots[k] >= num_slots:
+                flag_bad_dev(flags, PREV_PAST_BUFFER, k)
+        k += cuda.gridsize(1)
+
+
+def _entries_geometry(capacity: int) -> tuple[int, int]:
+    threads = 32 if device.SIMULATOR else 512
+    max_blocks = 2 if device.SIMULATOR else 128
+    return max(1, min(max_blocks, -(-capacity // threads))), threads
+
+
+def _at(a, i: int) -> int:
+    """One element of a device array (an 8-byte read-back, only to word a rejection)."""
+    return int(device.to_host(a[i:i + 1])[0])
+
+
+def check_verify_values(call: CanaryVerifyCall, *, on_device: bool = True) -> None:
+    """The value checks of ``call`` (module docstring): one kernel, one 128-byte read-back (or
+    NumPy with ``on_device=False``). Raises the first failing condition's ``ValueError``."""
+    plan = call.plan
+    num_slots = int(call.context.canary_buf.shape[0])
+    args = (plan.verify_slot_indices, plan.verify_prev_slot_indices, plan.verify_num_valid, plan.enable,
+            num_slots)
+    if on_device:
+        geometry = _entries_geometry(int(plan.verify_slot_indices.shape[0]))
+        verdict = device.check_flags(verify_value_check_kernel, *geometry, *args)
+    else:
+        verdict = verify_value_verdict_reference(*args)
+
+    def slot_message(k):
+        return (f"kv-canary: plan.verify_slot_indices[{k}]={_at(plan.verify_slot_indices, k)} is outside "
+                f"canary_buf's slots [-{num_slots}, {num_slots}) (a negative slot counts from the end)")
+
+    def prev_message(k):
+        return (f"kv-canary: plan.verify_prev_slot_indices[{k}]={_at(plan.verify_prev_slot_indices, k)} "
+                f"is past canary_buf's {num_slots} slots")
+
+    raise_first(verdict, [slot_message, prev_message])

@@ -1,0 +1,238 @@
+"""The checks of the kv-canary write launcher (``write.py``), run before anything is written.
+
+Host checks: the context (``context.check_context``), the flag and the expected tensors (sglang's
+texts), the WritePlan's and inputs' types, dtypes and shapes, and that no array the kernel reads
+shares memory with one it writes. Then, with ``checks="full"`` (the default), ONE device pass over
+the rows ``r < active = min(max(write_num_valid_reqs, 0), R)`` checks every value the write kernel
+indexes with (``docs/kv-canary.md#write``):
+
+0. ``0 <= write_offsets[r] <= write_offsets[r + 1] <= num_tokens`` (so rows are disjoint ranges
+   of the inputs);
+1. every live slot (``out_cache_loc[i] >= 0`` in a row's range) is ``< num_slots``;
+2. the seed of a row that writes something is ``< num_slots`` (negative: a chain head);
+3. live slots are pairwise distinct (two writers of one slot would race);
+4. no live slot is a writing row's seed (its reader would race with the writer).
+
+Negative slots, negative seeds and a ``write_num_valid_reqs`` outside ``[0, R]`` are harmless by
+definition (skipped, chain head, clamped). Entries outside every row's range are never read.
+
+The duplicate checks stamp each slot with a per-call number (an epoch) in a process-wide marks
+buffer ``[2, num_slots]`` int32 (row 0: written slots, row 1: seeds) with atomic exchanges: a
+stamp that finds the same epoch is a repeat, so the buffer is never cleared between calls. Its
+size follows the canary buffer, not the values. Condition 4 is seen by the writer, the reader or
+both, so its count may differ between runs; whether it fired and its smallest slot do not.
+``write_value_verdict_reference`` is the NumPy twin of the kernel's verdict.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import device
+from ..checks import check_canary_array, describe, fail
+from ..device import cuda, flag_bad_dev, xp
+from .arguments import checks_arg, flag_arg, raise_first, require_array
+from .context import VerifyOrWriteContext, check_context, check_launch_memory
+from .plan_types import WritePlan
+
+
+class CanaryWriteCall(NamedTuple):
+    """One accepted write launch: every argument of the call (see ``write.launch_unchecked``)."""
+
+    context: VerifyOrWriteContext
+    plan: WritePlan
+    input_ids: object
+    positions: object
+    out_cache_loc: object
+    enable_write_input_assert: bool
+    expected_input_tokens: object = None
+    expected_input_positions: object = None
+
+
+def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
+                       expected_input_tokens, expected_input_positions, checks: str = "full",
+                       on_device: bool = True) -> CanaryWriteCall:
+    """Every check of the write launcher and its reference (before anything is written); the
+    accepted call. ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in
+    NumPy (the reference's host arrays)."""
+    values = checks_arg(checks)
+    check_context(context)
+    enable = flag_arg("enable_write_input_assert", enable_write_input_assert)
+    if enable:
+        if expected_input_tokens is None or expected_input_positions is None:
+            fail("kv-canary: expected input tensors are required when enable_write_input_assert=True")
+    elif expected_input_tokens is not None or expected_input_positions is not None:
+        fail("kv-canary: expected input tensors must be None when enable_write_input_assert=False")
+    if not isinstance(plan, WritePlan):
+        raise TypeError(f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
+    for name, a in plan.arrays().items():
+        require_array(f"plan.{name}", a)
+    check_canary_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1)
+    r = int(plan.write_seed_slot_indices.shape[0])
+    if tuple(plan.write_offsets.shape) != (r + 1,):
+        fail(f"kv-canary: plan.write_offsets must have shape ({r + 1},) (one more than "
+             f"plan.write_seed_slot_indices), got {describe(plan.write_offsets)}")
+    check_canary_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,))
+    check_canary_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,))
+    names = ["input_ids", "positions", "out_cache_loc"]
+    arrays = [input_ids, positions, out_cache_loc]
+    if enable:
+        names += ["expected_input_tokens", "expected_input_positions"]
+        arrays += [expected_input_tokens, expected_input_positions]
+    for name, a in zip(names, arrays):
+        require_array(name, a)
+    n = int(input_ids.shape[0]) if input_ids.ndim == 1 else -1
+    for name, a in zip(names, arrays):
+        check_canary_array(name, a, np.int64, ndim=1)
+        if a.shape[0] != n:
+            fail(f"kv-canary: {name} must have the length of input_ids ({n}), got {a.shape[0]}")
+    check_launch_memory(context, [(f"plan.{k}", v) for k, v in plan.arrays().items()] + list(zip(names, arrays)))
+    call = CanaryWriteCall(context=context, plan=plan, input_ids=input_ids, positions=positions,
+                           out_cache_loc=out_cache_loc, enable_write_input_assert=enable,
+                           expected_input_tokens=expected_input_tokens,
+                           expected_input_positions=expected_input_positions)
+    if values:
+        check_write_values(call, on_device=on_device)
+    return call
+
+
+# ---------------------------------------------------------------------------------------------
+# The value checks: NumPy reference, then the kernel, then the runner.
+
+OFFSETS_OUT_OF_ORDER, SLOT_PAST_BUFFER, SEED_PAST_BUFFER, SLOT_TWICE, SLOT_IS_SEED = range(5)
+
+
+def write_value_verdict_reference(write_offsets, seeds, num_valid_reqs, out_cache_loc, num_slots: int) -> list:
+    """``[(count, first), ...]`` per condition of the module docstring: ``first`` is the smallest
+    bad row (0, 2), entry (1) or slot (3, 4). The kernel's verdict, computed with NumPy."""
+    offsets = np.asarray(write_offsets, dtype=np.int64)
+    seeds = np.asarray(seeds, dtype=np.int64)
+    loc = np.asarray(out_cache_loc, dtype=np.int64)
+    n = loc.shape[0]
+    active = min(max(int(np.asarray(num_valid_reqs)[0]), 0), seeds.shape[0])
+    start, end = offsets[:active], offsets[1:active + 1]
+    bad_rows = (start < 0) | (end < start) | (end > n)
+    writes = ~bad_rows & (end > start)                 # rows whose entries are read
+    owned = np.zeros(n + 1, dtype=np.int64)            # +1 where a row starts, -1 where it ends
+    np.add.at(owned, start[writes], 1)
+    np.add.at(owned, end[writes], -1)
+    live = (np.cumsum(owned[:n]) > 0) & (loc >= 0)
+    past = live & (loc >= num_slots)
+    slots, counts = np.unique(loc[live & ~past], return_counts=True)
+    repeated = slots[counts > 1]
+    seed_rows = np.flatnonzero(writes)
+    bad_seed_rows = seed_rows[seeds[seed_rows] >= num_slots]
+    read_seeds = seeds[seed_rows][(seeds[seed_rows] >= 0) & (seeds[seed_rows] < num_slots)]
+    written_seeds = np.intersect1d(slots, read_seeds)
+
+    def by_index(mask):
+        return int(mask.sum()), int(np.argmax(mask)) if mask.any() else -1
+
+    def by_value(values, count):
+        return int(count), int(values.min()) if len(values) else -1
+
+    verdict = [by_index(bad_rows), by_index(past), by_value(bad_seed_rows, len(bad_seed_rows)),
+               by_value(repeated, (counts - 1).sum()), by_value(written_seeds, len(written_seeds))]
+    return verdict + [(0, -1)] * (device.CHECK_CONDITIONS - len(verdict))
+
+
+@cuda.jit
+def write_value_check_kernel(write_offsets, seeds, num_valid_reqs, out_cache_loc, num_slots, marks,
+                             epoch, flags):
+    r = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    active = min(max(np.int64(num_valid_reqs[0]), 0), seeds.shape[0])
+    if r >= active:
+        return
+    start = write_offsets[r]
+    end = write_offsets[r + 1]
+    if start < 0 or end < start or end > out_cache_loc.shape[0]:
+        if t == 0:
+            flag_bad_dev(flags, OFFSETS_OUT_OF_ORDER, r)
+        return
+    if end == start:
+        return
+    seed = seeds[r]
+    if t == 0 and seed >= 0:
+        if seed >= num_slots:
+            flag_bad_dev(flags, SEED_PAST_BUFFER, r)
+        else:  # stamp, then look for a writer's stamp (the writer does the mirror image)
+            cuda.atomic.exch(marks, (1, seed), epoch)
+            cuda.threadfence()
+            if cuda.atomic.add(marks, (0, seed), np.int32(0)) == epoch:
+                flag_bad_dev(flags, SLOT_IS_SEED, seed)
+    i = start + t
+    while i < end:
+        slot = out_cache_loc[i]
+        if slot >= num_slots:
+            flag_bad_dev(flags, SLOT_PAST_BUFFER, i)
+        elif slot >= 0:
+            if cuda.atomic.exch(marks, (0, slot), epoch) == epoch:
+                flag_bad_dev(flags, SLOT_TWICE, slot)
+            cuda.threadfence()
+            if cuda.atomic.add(marks, (1, slot), np.int32(0)) == epoch:
+                flag_bad_dev(flags, SLOT_IS_SEED, slot)
+        i += cuda.blockDim.x
+
+
+class _Marks:
+    """The process-wide stamp buffer of the duplicate checks (grown to the largest canary buffer)."""
+
+    buffer = None
+    epoch = 0
+
+    @classmethod
+    def next(cls, num_slots: int):
+        if cls.buffer is None or cls.buffer.shape[1] < num_slots or cls.epoch >= np.iinfo(np.int32).max:
+            size = max(num_slots, 0 if cls.buffer is None else cls.buffer.shape[1])
+            cls.buffer, cls.epoch = xp.zeros((2, max(size, 1)), dtype=np.int32), 0
+        cls.epoch += 1
+        return cls.buffer, np.int32(cls.epoch)
+
+
+def _rows_geometry(rows: int) -> tuple[int, int]:
+    return max(rows, 1), (8 if device.SIMULATOR else 128)
+
+
+def _at(a, i: int) -> int:
+    """One element of a device array (an 8-byte read-back, only to word a rejection)."""
+    return int(device.to_host(a[i:i + 1])[0])
+
+
+def check_write_values(call: CanaryWriteCall, *, on_device: bool = True) -> None:
+    """The value checks of ``call`` (module docstring): one kernel, one 128-byte read-back (or
+    NumPy with ``on_device=False``). Raises the first failing condition's ``ValueError``."""
+    plan, loc = call.plan, call.out_cache_loc
+    num_slots = int(call.context.canary_buf.shape[0])
+    rows = int(plan.write_seed_slot_indices.shape[0])
+    args = (plan.write_offsets, plan.write_seed_slot_indices, plan.write_num_valid_reqs, loc, num_slots)
+    if on_device:
+        marks, epoch = _Marks.next(num_slots)
+        verdict = device.check_flags(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch)
+    else:
+        verdict = write_value_verdict_reference(*args)
+    n = int(loc.shape[0])
+
+    def offsets_message(r):
+        return (f"kv-canary: plan.write_offsets[{r}]={_at(plan.write_offsets, r)} and "
+                f"plan.write_offsets[{r + 1}]={_at(plan.write_offsets, r + 1)} must satisfy "
+                f"0 <= start <= end <= {n} (the length of input_ids) for every row < write_num_valid_reqs")
+
+    def slot_message(i):
+        return f"kv-canary: out_cache_loc[{i}]={_at(loc, i)} is past canary_buf's {num_slots} slots"
+
+    def seed_message(r):
+        return (f"kv-canary: plan.write_seed_slot_indices[{r}]={_at(plan.write_seed_slot_indices, r)} "
+                f"is past canary_buf's {num_slots} slots")
+
+    def twice_message(slot):
+        return (f"kv-canary: out_cache_loc writes slot {slot} more than once in one launch (live "
+                f"slots must be distinct: two writers of one slot race)")
+
+    def seed_written_message(slot):
+        return (f"kv-canary: out_cache_loc writes slot {slot}, which a row of "
+                f"plan.write_seed_slot_indices reads as its seed in the same launch (a race)")
+
+    raise_first(verdict, [offsets_message, slot_message, seed_message, twice_message, seed_written_message])
