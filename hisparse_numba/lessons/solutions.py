@@ -70,7 +70,7 @@ def cell_text(cell) -> str:
             parts.append(out.get("text", ""))
         elif out.get("output_type") in ("execute_result", "display_data"):
             parts.append(out.get("data", {}).get("text/plain", ""))
-    return "".join(parts)
+    return "\n".join(parts)    # a figure's text/plain has no newline of its own
 
 
 def verdict(cell) -> str:
