@@ -86,13 +86,15 @@ def raise_gather_flags(flags, call: GatherCall) -> None:
         src = int(device.to_host(call.src_locs[i:i + 1])[0])
         if src < 0:
             fail("src_locs and dst_locs must be >= 0 (a -1 location has no item)")
-        check_item_buffer("host_cache", call.host_cache, item, src)
+        fail(f"host_cache holds {call.host_cache.nbytes} bytes, but src_locs[{i}] = {src} needs "
+             f"item {src} of {item} bytes")
     count, i = flags[DESTINATION_OUT_OF_POOL]
     if count:
         dst = int(device.to_host(call.dst_locs[i:i + 1])[0])
         if dst < 0:
             fail("src_locs and dst_locs must be >= 0 (a -1 location has no item)")
-        check_item_buffer("device_buffer", call.device_buffer, item, dst)
+        fail(f"device_buffer holds {call.device_buffer.nbytes} bytes, but dst_locs[{i}] = {dst} needs "
+             f"item {dst} of {item} bytes")
     if flags[DESTINATION_TWICE][0]:
         fail("dst_locs must be distinct: two items copied to one row race")
 

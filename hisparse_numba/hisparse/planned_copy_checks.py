@@ -227,5 +227,6 @@ def check_planned_copy(*, miss_src, miss_dst, miss_count, num_real_reqs, host_ca
     if full:
         flags = planned_copy_value_flags(call)
         raise_planned_copy_flags(flags, call)
-        call = call._replace(num_real=flags[NUM_REAL_VALUE][1])
+        if flags[NUM_REAL_VALUE][0]:          # (compile-only mode runs no kernel: nothing came back)
+            call = call._replace(num_real=flags[NUM_REAL_VALUE][1])
     return call

@@ -377,7 +377,7 @@ def raise_swap_in_flags(flags, call: SwapInCall) -> None:
              "device-to-host backup")
     worst = int(np.argmax(src))
     fail(f"host_cache holds {call.host_cache.nbytes} bytes, but host_cache_locs[{rid}, {int(missed[worst])}] "
-         f"= {int(src[worst])}, a miss of top_k_tokens row {b}, needs item {int(src[worst])} of {item} bytes")
+         f"= {int(src[worst])} needs item {int(src[worst])} of {item} bytes (a miss of top_k_tokens row {b})")
 
 
 def _raise_hot_location(call: SwapInCall, rids) -> None:
@@ -389,9 +389,12 @@ def _raise_hot_location(call: SwapInCall, rids) -> None:
         if not 0 <= rid < call.device_buffer_tokens.shape[0]:
             continue
         for p, loc in enumerate(device.to_host(call.device_buffer_locs[rid, :H]).tolist()):
-            if not 0 <= loc < device_items:
-                fail(f"device_buffer_locs[{rid}, {p}] = {loc} is outside the device pool: device_buffer "
-                     f"holds {call.device_buffer.nbytes} bytes, {device_items} items of {item} bytes")
+            if loc < 0:
+                fail(f"device_buffer_locs[{rid}, {p}] = {loc} is negative; every hot slot needs a device "
+                     "row >= 0 (a miss is copied into it)")
+            if loc >= device_items:
+                fail(f"device_buffer holds {call.device_buffer.nbytes} bytes, but device_buffer_locs[{rid}, {p}] "
+                     f"= {loc} needs item {loc} of {item} bytes")
             if loc in owner:
                 fail(f"device_buffer_locs[{owner[loc][0]}, {owner[loc][1]}] and device_buffer_locs[{rid}, {p}] "
                      f"are both device row {loc}; every hot slot needs a device row of its own "
@@ -536,5 +539,6 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
     if full and batch:
         flags = swap_in_value_flags(call)
         raise_swap_in_flags(flags, call)
-        call = call._replace(num_real=flags[NUM_REAL_VALUE][1])
+        if flags[NUM_REAL_VALUE][0]:          # (compile-only mode runs no kernel: nothing came back)
+            call = call._replace(num_real=flags[NUM_REAL_VALUE][1])
     return call
