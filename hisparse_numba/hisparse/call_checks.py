@@ -80,8 +80,13 @@ def agreed_rows(role: str, arrays: dict) -> int:
     return agreed
 
 
+def _address(a) -> int:
+    ptr = getattr(getattr(a, "data", None), "ptr", None)     # a CuPy array: no interface dict to build
+    return int(ptr) if ptr is not None else data_address(a)
+
+
 def _byte_span(a) -> tuple[int, int]:
-    lo = hi = data_address(a)
+    lo = hi = _address(a)
     for n, s in zip(a.shape, a.strides):
         if n == 0:
             return lo, lo

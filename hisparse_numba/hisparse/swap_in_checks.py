@@ -514,8 +514,6 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
                     ("device_buffer_tokens", device_buffer_tokens),
                     ("device_buffer_locs", device_buffer_locs), ("lru_slots", lru_slots)):
         check_inner_contiguous(name, a)
-    for name in ("req_pool_indices", "seq_lens"):
-        check_inner_contiguous(name, arrays[name])
     check_item_copy(item, host_cache, device_buffer)
     check_item_buffer("host_cache", host_cache, item, -1)
     check_item_buffer("device_buffer", device_buffer, item, -1)
