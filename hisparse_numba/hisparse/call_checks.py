@@ -51,7 +51,12 @@ def check_flag(name: str, value) -> bool:
     raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
 
 
+_ARRAY_TYPES = (np.ndarray, device.xp.ndarray)
+
+
 def is_array(a) -> bool:
+    if type(a) in _ARRAY_TYPES:
+        return True
     return all(hasattr(a, attr) for attr in ("dtype", "shape", "ndim", "strides", "nbytes")) and (
         hasattr(a, "__array_interface__") or hasattr(a, "__cuda_array_interface__"))
 

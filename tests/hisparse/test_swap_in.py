@@ -339,3 +339,48 @@ print("done")
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
 def test_compute_sanitizer(tool):
     assert_sanitizer_clean(tool, SANITIZER_SCRIPT)
+
+# ---------------------------------------------------------------- scalars, checks= and races
+@pytest.mark.parametrize("key,value", [("num_top_k", 8.0), ("hot_buffer_size", 16.5), ("item_size_bytes", "32"),
+                                       ("block_size", None), ("page_size", float("inf")),
+                                       ("item_size_bytes", True), ("skip_io", "no")])
+def test_scalars_are_validated_not_coerced(key, value):
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(3), batch=3, num_top_k=8, hot_buffer_size=16))
+    before = snapshot(p)
+    with pytest.raises(TypeError, match=key):
+        load_cache_to_device_buffer_mla(**{**p, key: value})
+    assert snapshot(p) == before
+
+
+def test_numpy_integers_are_fine():
+    p = make_swap_in_problem(np.random.default_rng(3), batch=3, num_top_k=8, hot_buffer_size=16, block_size=32)
+    expected = copy_problem(p)
+    load_cache_to_device_buffer_mla_reference(**expected)
+    d = to_device_problem(p)
+    load_cache_to_device_buffer_mla(**{**d, "num_top_k": np.int64(8), "hot_buffer_size": np.int32(16)})
+    assert_same(expected, to_host_problem(d))
+
+
+def test_hot_slots_sharing_a_device_row_are_rejected():
+    """Two hot slots with one device row: two misses copied into it would race (issue 18, item 4)."""
+    p = make_swap_in_problem(np.random.default_rng(4), batch=2, num_top_k=8, hot_buffer_size=16, fast_rows=0)
+    rid = int(p["req_pool_indices"][0])
+    p["device_buffer_locs"][rid, 3] = p["device_buffer_locs"][rid, 2]
+    for impl in IMPLS:
+        q = to_device_problem(p) if impl == "kernel" else copy_problem(p)
+        before = snapshot(q)
+        fn = load_cache_to_device_buffer_mla if impl == "kernel" else load_cache_to_device_buffer_mla_reference
+        with pytest.raises(ValueError, match=r"are both device row"):
+            fn(**q)
+        assert snapshot(q) == before
+
+
+def test_checks_shapes_skips_the_value_pass_and_full_is_the_default():
+    from hisparse_numba.hisparse.swap_in_checks import check_swap_in
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(5), batch=3, num_top_k=8, hot_buffer_size=16))
+    p["req_pool_indices"][0] = 99                       # a value only the device pass sees
+    assert check_swap_in(**p, checks="shapes").num_real is None
+    with pytest.raises(ValueError, match=r"req_pool_indices\[0\] = 99"):
+        check_swap_in(**p)
+    with pytest.raises(ValueError, match="checks must be"):
+        check_swap_in(**p, checks="none")
