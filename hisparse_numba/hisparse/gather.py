@@ -16,8 +16,6 @@ host pool).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from .. import device
