@@ -169,7 +169,9 @@ def swap_in_mutations(call):
 
 
 def build_planned_copy(rng):
-    problem = build_swap_in(rng)
+    # two long rows: both record misses, so plans of two rows can be made to collide
+    problem = make_swap_in_problem(rng, batch=3, num_top_k=8, hot_buffer_size=16, item_size_bytes=32,
+                                   num_real=2, fast_rows=0, block_size=32)
     load_cache_to_device_buffer_mla_reference(**problem)
     layer = rng.integers(0, 256, problem["device_buffer"].size, dtype=np.uint8)
     return planned_copy_args(problem, layer, num_blocks=2, block_size=64)
@@ -211,6 +213,10 @@ def planned_copy_mutations(call):
         r = live[0]
         setv("miss_dst", "two entries of one row into one device row",
              lambda v: np.where((np.arange(v.shape[0])[:, None] == r) & (np.arange(v.shape[1]) == 1), v[r, 0], v))
+    if len(live) >= 2:
+        r0, r1 = live[:2]
+        setv("miss_dst", "two rows into one device row",
+             lambda v: np.where((np.arange(v.shape[0])[:, None] == r1) & (np.arange(v.shape[1]) == 0), v[r0, 0], v))
     out.append(alias("host_cache", "device_buffer"))
     out.append(Mutation("device_buffer: the bytes of miss_src", "device_buffer",
                         lambda c: put(c, "device_buffer", c["miss_src"].view(np.uint8).reshape(-1)),
