@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from hisparse_numba import device
 from hisparse_numba.hisparse.examples import (
-    ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries, to_device_problem, to_host_problem)
+    ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries, planned_copy_args, to_device_problem,
+    to_host_problem)
 from hisparse_numba.hisparse.planned_copy import copy_cache_planned_mla
 from hisparse_numba.hisparse.swap_in import (
     load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference)
@@ -384,3 +385,24 @@ def test_checks_shapes_skips_the_value_pass_and_full_is_the_default():
         check_swap_in(**p)
     with pytest.raises(ValueError, match="checks must be"):
         check_swap_in(**p, checks="none")
+
+
+def test_an_accepted_call_checks_values_in_one_pass_without_host_copies(monkeypatch):
+    """One check-kernel launch with one read-back (device.check_flags), no table copied to the host."""
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(6), batch=3, num_top_k=8, hot_buffer_size=16,
+                                               num_real=2, block_size=32))
+    calls = {"check_flags": 0, "to_host": 0}
+    check_flags, to_host = device.check_flags, device.to_host
+
+    def counting(name, fn):
+        def wrapped(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(device, "check_flags", counting("check_flags", check_flags))
+    monkeypatch.setattr(device, "to_host", counting("to_host", to_host))
+    load_cache_to_device_buffer_mla(**p)
+    d = planned_copy_args(p, device.to_device(np.zeros(p["device_buffer"].shape, np.uint8)))
+    copy_cache_planned_mla(**d)
+    assert calls == {"check_flags": 2, "to_host": 0}
