@@ -25,9 +25,9 @@ at K=2048, block 1024), independent of ``H``. Ranks are block-wide prefix scans
 cooperative: the whole block walks the flattened (miss, 8-byte word) space, reading the host
 pool zero-copy over PCIe.
 
-Validation (``swap_in_checks.py``) reads the index tables back to the host to prove the
-preconditions that the kernel relies on and that sglang leaves unchecked; a rejected call writes
-nothing. The behaviour reproduced is described in ``docs/hisparse-single-step.md``.
+Validation (``swap_in_checks.py``) proves the preconditions that the kernel relies on and that
+sglang leaves unchecked, with one check-kernel launch and one small read-back; a rejected call
+writes nothing. The behaviour reproduced is described in ``docs/hisparse-single-step.md``.
 
 Read top-down: the NumPy reference, the kernel with its device functions, then the launchers
 (``launch_unchecked(call)`` launches a :class:`SwapInCall` that ``check_swap_in`` accepted;
@@ -48,7 +48,9 @@ from ..blockscan import block_exclusive_scan
 from ..device import cuda
 from ..itemcopy import copy_items_flat
 from .miss_plan import placeholder_plan
-from .swap_in_checks import SwapInCall, check_swap_in
+from .swap_in_checks import (NUM_REAL_VALUE, SwapInCall, check_swap_in, raise_swap_in_flags,
+                             swap_in_flags_reference)
+from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 __all__ = ["SwapInCall", "check_swap_in", "kernel_args", "launch_unchecked",
            "load_cache_to_device_buffer_mla", "load_cache_to_device_buffer_mla_reference",
@@ -64,97 +66,57 @@ def load_cache_to_device_buffer_mla_reference(
 
     Mutates ``top_k_device_locs``, ``device_buffer_tokens``, ``lru_slots``, ``device_buffer``
     (unless ``skip_io``) and the plan, exactly as the kernel does. ``page_size`` and
-    ``block_size`` do not change the result.
+    ``block_size`` do not change the result. Rejects what the launcher rejects, with its messages
+    (the value check in NumPy: ``swap_in_flags_reference``).
     """
     call = check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
                          host_cache, device_buffer, top_k_device_locs, req_pool_indices, seq_lens,
                          lru_slots, item_size_bytes, num_top_k, hot_buffer_size, page_size, block_size,
-                         num_real_reqs, miss_src, miss_dst, miss_count, skip_io)
+                         num_real_reqs, miss_src, miss_dst, miss_count, skip_io, checks="shapes")
+    flags = swap_in_flags_reference(call)
+    raise_swap_in_flags(flags, call)
+    num_real = flags[NUM_REAL_VALUE][1]
     K, H, item = call.num_top_k, call.hot_buffer_size, call.item_size_bytes
-    host_bytes = host_cache.reshape(-1).view(np.uint8)
-    dev_bytes = device_buffer.reshape(-1).view(np.uint8)
+    host_items = host_cache.reshape(-1).view(np.uint8)[:host_cache.nbytes // item * item].reshape(-1, item)
+    device_items = device_buffer.reshape(-1).view(np.uint8)[:device_buffer.nbytes // item * item].reshape(-1, item)
 
     for b in range(call.batch):
-        out = top_k_device_locs[b]
-        if b >= call.num_real:                                    # padded row
-            out[:K] = -1
+        out = top_k_device_locs[b, :K]
+        if b >= num_real:                                         # padded row
+            out[:] = -1
             continue
         rid, seq_len, t = int(req_pool_indices[b]), int(seq_lens[b]), top_k_tokens[b, :K]
         tags, locs, lru = device_buffer_tokens[rid], device_buffer_locs[rid], lru_slots[rid]
         if seq_len <= H:                                          # fast path: position p in slot p
-            count = min(seq_len, K)
-            for i in range(K):
-                out[i] = locs[t[i]] if i < count and t[i] >= 0 else -1
+            read = (np.arange(K) < min(seq_len, K)) & (t >= 0)
+            out[:] = np.where(read, locs[np.where(read, t, 0)], -1)
             if call.record_plan:
                 call.miss_count[b] = 0
             continue
 
         newest = seq_len - 1
-        want = {int(t[i]): i for i in range(K) if t[i] != newest}
-        done = [bool(t[i] == newest) for i in range(K)]
-        for i in range(K):
-            if done[i]:
-                out[i] = locs[H]
-        hits, evictable = [], []
-        for p in range(H):                                        # least recently used first
-            slot = int(lru[p])
-            tok = int(tags[slot])
-            if tok >= 0 and tok in want:
-                i = want[tok]
-                out[i], done[i] = locs[slot], True
-                hits.append(slot)
-            else:
-                evictable.append(slot)
-        misses = [i for i in range(K) if not done[i]]
-        for m, i in enumerate(misses):
-            slot = evictable[m]
-            src, dst = int(host_cache_locs[rid, t[i]]), int(locs[slot])
-            out[i] = dst
-            tags[slot] = t[i]
-            if call.record_plan:
-                call.miss_src[b, m], call.miss_dst[b, m] = src, dst
-            if not skip_io:
-                dev_bytes[dst * item:(dst + 1) * item] = host_bytes[src * item:(src + 1) * item]
+        order = lru[:H].astype(np.int64)                          # slots, least recently used first
+        slot_tags = tags[order]
+        is_newest = t == newest
+        out[is_newest] = locs[H]
+        hit = (slot_tags >= 0) & (slot_tags != newest) & np.isin(slot_tags, t)
+        by_position = np.argsort(t)
+        hit_lanes = by_position[np.searchsorted(t, slot_tags[hit], sorter=by_position)]
+        out[hit_lanes] = locs[order[hit]]
+        served = is_newest.copy()
+        served[hit_lanes] = True
+        misses = np.flatnonzero(~served)                          # lane order
+        M = misses.size
+        evictable = order[~hit]                                   # LRU order
+        filled = evictable[:M]                                    # the m-th miss takes the m-th
+        src, dst = host_cache_locs[rid, t[misses]], locs[filled]
+        out[misses] = dst
+        tags[filled] = t[misses]
         if call.record_plan:
-            call.miss_count[b] = len(misses)
-        M = len(misses)
-        lru[:H] = evictable[M:] + evictable[:M] + hits
-
-
-HASH_MULTIPLIER = 2654435761  # Knuth's multiplicative hash, as sglang
-HASH_EMPTY = -1
-LANE_BITS = 16
-
-
-@cuda.jit(device=True, inline=True)
-def _hash_slot_dev(key, size):
-    return ((np.int64(key) * HASH_MULTIPLIER) & 0xFFFFFFFF) % size
-
-
-@cuda.jit(device=True, inline=True)
-def _hash_insert_dev(s_hash, size, key, lane):
-    """Insert ``key -> lane`` (keys are distinct: validated). One int64 entry = key << 16 | lane."""
-    h = _hash_slot_dev(key, size)
-    entry = (np.int64(key) << LANE_BITS) | lane
-    while cuda.atomic.cas(s_hash, h, HASH_EMPTY, entry) != HASH_EMPTY:
-        h += 1
-        if h == size:
-            h = 0
-
-
-@cuda.jit(device=True, inline=True)
-def _hash_find_dev(s_hash, size, key):
-    """The lane that selected ``key``, or -1."""
-    h = _hash_slot_dev(key, size)
-    while True:
-        entry = s_hash[h]
-        if entry == HASH_EMPTY:
-            return -1
-        if (entry >> LANE_BITS) == key:
-            return entry & 0xFFFF
-        h += 1
-        if h == size:
-            h = 0
+            call.miss_src[b, :M], call.miss_dst[b, :M], call.miss_count[b] = src, dst, M
+        if not call.skip_io:
+            device_items[dst] = host_items[src]
+        lru[:H] = np.concatenate([evictable[M:], filled, order[hit]])
 
 
 @functools.cache
@@ -225,7 +187,7 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
                 s_done[i] = 1
                 s_newest[0] = 1
             else:
-                _hash_insert_dev(s_hash, HASH_SIZE, t, i)
+                hash_insert_dev(s_hash, HASH_SIZE, t, i)
             i += BS
         cuda.syncthreads()
 
@@ -243,7 +205,7 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
                 slot = lru_slots[rid, p]
                 tok = device_buffer_tokens[rid, slot]
                 if tok >= 0:
-                    lane = _hash_find_dev(s_hash, HASH_SIZE, tok)
+                    lane = hash_find_dev(s_hash, HASH_SIZE, tok)
                 if lane >= 0:
                     n_hit += 1
                 else:
@@ -345,7 +307,8 @@ def load_cache_to_device_buffer_mla(
         top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots,
         item_size_bytes, num_top_k, hot_buffer_size, page_size=1, block_size=256,
-        num_real_reqs=None, miss_src=None, miss_dst=None, miss_count=None, skip_io=False) -> None:
+        num_real_reqs=None, miss_src=None, miss_dst=None, miss_count=None, skip_io=False,
+        checks="full") -> None:
     """Single-step LRU swap-in (sglang's ``load_cache_to_device_buffer_mla``).
 
     Shapes and dtypes (``B`` batch rows, ``R`` request rows, ``K = num_top_k``,
@@ -363,10 +326,15 @@ def load_cache_to_device_buffer_mla(
       the same row stride, ``miss_count`` ``[>= B]`` int32.
 
     Long-path rows must select K distinct positions in ``[0, seq_len)``, each miss with a host
-    backup. ``page_size`` is unused (as in sglang). ``skip_io`` plans without moving bytes.
+    backup; every real row owns its request row, and every hot slot its own device row.
+    ``page_size`` is unused (as in sglang). ``skip_io`` plans without moving bytes.
+
+    ``checks="full"`` (default) proves every value the kernel indexes with on the device, in one
+    pass, before anything is written (``swap_in_checks``); ``checks="shapes"`` skips that pass, for
+    callers that validated the values upstream: an invalid value then corrupts memory silently.
     """
     launch_unchecked(check_swap_in(
         top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots, item_size_bytes,
         num_top_k, hot_buffer_size, page_size, block_size, num_real_reqs, miss_src, miss_dst,
-        miss_count, skip_io))
+        miss_count, skip_io, checks))

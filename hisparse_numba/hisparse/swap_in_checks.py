@@ -2,13 +2,32 @@
 
 sglang's own checks come first, with its texts; then the checks it leaves out although breaking
 them corrupts memory or state silently (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``).
-Validation reads the index tables back to the host once (a few small device-to-host copies, about
-a millisecond at batch 64 on a GPU) and checks every real row with whole-batch NumPy passes; a
-rejected call writes nothing. Lessons 05, 07, 08 and 09 each teach one of these checks.
+Python types, shapes, dtypes and layouts are checked on the host. The values the kernel indexes
+with are checked on the device in one pass (:func:`swap_in_value_flags`: one launch of
+:func:`swap_in_check_kernel`, one block per batch row, one 128-byte read-back), so validation costs
+no host copy of the tables and no memory that grows with ``seq_lens``;
+:func:`swap_in_flags_reference` is the same verdict in NumPy. Only a rejected call reads the
+offending row back, to say what is wrong with it. ``checks="shapes"`` skips the device pass.
+
+The value conditions, per real batch row ``b`` (each flag's index is the row):
+
+* ``NUM_REAL``: ``num_real_reqs[0]`` outside ``[0, batch]``;
+* ``REQUEST``: ``req_pool_indices[b]`` outside the request rows, or equal to an earlier real row's;
+* ``SELECTION``: ``seq_lens[b] < 0``; a fast-path lane ``i < min(seq_len, K)`` selecting a position
+  ``>= seq_len``; a long-path lane outside ``[0, seq_len)``, or a long-path position selected twice;
+* ``SLOT_STATE`` (long path): ``lru_slots`` row not a permutation of ``0..H-1``, or a selected
+  position resident in two slots;
+* ``MISS_SOURCE`` (long path): a miss past ``host_cache_locs``' width, without host backup (``< 0``),
+  or past the host pool;
+* ``HOT_LOCATION``: a hot slot's device row (``device_buffer_locs[rid, :H]``) outside the device
+  pool, or shared with another hot slot of any real row (two misses into one row race).
+
+Lessons 05, 07, 08 and 09 each teach one of the shape checks.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -27,8 +46,15 @@ from ..checks import (
     fail,
     row_stride,
 )
+from ..device import CHECK_CONDITIONS, cuda, flag_bad_dev
+from .call_checks import (agreed_rows, check_array, check_flag, check_int, check_mode,
+                          check_no_overlap, claim_epoch)
+from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 MAX_SLOTS = 32767  # slot ids and lanes are int16
+NUM_REAL, REQUEST, SELECTION, SLOT_STATE, MISS_SOURCE, HOT_LOCATION = range(6)
+NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
+CHECK_BLOCK = 32 if device.SIMULATOR else 256   # the simulator runs each thread as a Python thread
 
 
 class SwapInCall(NamedTuple):
@@ -40,7 +66,8 @@ class SwapInCall(NamedTuple):
     """
 
     batch: int                 # rows of top_k_tokens: the grid
-    num_real: int              # rows >= num_real are CUDA-graph padding
+    num_real: int | None       # rows >= num_real are CUDA-graph padding (None: not read back,
+    #                            checks="shapes" with a num_real_reqs array)
     num_top_k: int             # K
     hot_buffer_size: int       # H
     block_size: int
@@ -63,11 +90,339 @@ class SwapInCall(NamedTuple):
     miss_count: object = None
 
 
+# ---------------------------------------------------------------------------------------------
+# The value check: NumPy reference first, then the kernel.
+
+def swap_in_flags_reference(call: SwapInCall) -> list:
+    """The verdict of :func:`swap_in_check_kernel` on a call of NumPy arrays: ``[(count, first
+    row), ...]`` per condition, as ``device.check_flags`` returns it. Rows whose request row or
+    ``seq_len`` is invalid are not checked further; long rows with a bad selection or slot state
+    are not checked for misses (as in the kernel). The first row of ``HOT_LOCATION`` may differ
+    on the device when the flag is for a shared device row (whichever claim came second)."""
+    K, H = call.num_top_k, call.hot_buffer_size
+    tokens, tags = np.asarray(call.top_k_tokens), np.asarray(call.device_buffer_tokens)
+    all_locs, lru_rows = np.asarray(call.device_buffer_locs), np.asarray(call.lru_slots)
+    host_locs = np.asarray(call.host_cache_locs)
+    rids, lens = np.asarray(call.req_pool_indices), np.asarray(call.seq_lens)
+    host_items = call.host_cache.nbytes // call.item_size_bytes
+    device_items = call.device_buffer.nbytes // call.item_size_bytes
+    requests, max_seq = tags.shape[0], host_locs.shape[1]
+    count = [0] * CHECK_CONDITIONS
+    first = [-1] * CHECK_CONDITIONS
+
+    def flag(condition, index, n=1):
+        if n:
+            count[condition] += int(n)
+            first[condition] = index if first[condition] < 0 else min(first[condition], index)
+
+    num_real = call.num_real if call.num_real is not None else int(np.asarray(call.num_real_reqs)[0])
+    count[NUM_REAL_VALUE], first[NUM_REAL_VALUE] = 1, num_real
+    if not 0 <= num_real <= call.batch:
+        flag(NUM_REAL, 0)
+    claimed = []
+    for b in range(min(max(num_real, 0), call.batch)):
+        rid, seq_len = int(rids[b]), int(lens[b])
+        valid_rid = 0 <= rid < requests
+        flag(REQUEST, b, not valid_rid or rid in rids[:b].tolist())
+        flag(SELECTION, b, seq_len < 0)
+        if not valid_rid or seq_len < 0:
+            continue
+        locs = all_locs[rid, :H].astype(np.int64)
+        outside = (locs < 0) | (locs >= device_items)
+        flag(HOT_LOCATION, b, outside.sum())
+        claimed.append(locs[~outside])
+        t = tokens[b].astype(np.int64)
+        if seq_len <= H:
+            flag(SELECTION, b, (t[:min(seq_len, K)] >= seq_len).sum())
+            continue
+        newest = seq_len - 1
+        bad_lane = (t < 0) | (t >= seq_len)
+        repeats = (~bad_lane).sum() - np.unique(t[~bad_lane]).size
+        flag(SELECTION, b, bad_lane.sum() + repeats)
+        lru = lru_rows[rid, :H].astype(np.int64)
+        not_slot = (lru < 0) | (lru >= H)
+        slot_repeats = (~not_slot).sum() - np.unique(lru[~not_slot]).size
+        flag(SLOT_STATE, b, not_slot.sum() + slot_repeats)
+        if bad_lane.any() or repeats or not_slot.any() or slot_repeats:
+            continue
+        row_tags = tags[rid, :H].astype(np.int64)
+        selected = row_tags[(row_tags >= 0) & (row_tags != newest) & np.isin(row_tags, t)]
+        resident_twice = selected.size - np.unique(selected).size
+        flag(SLOT_STATE, b, resident_twice)
+        if resident_twice:
+            continue
+        missed = t[(t != newest) & ~np.isin(t, row_tags)]
+        far = missed >= max_seq
+        src = host_locs[rid, missed[~far]]
+        flag(MISS_SOURCE, b, far.sum() + ((src < 0) | (src >= host_items)).sum())
+    if claimed:
+        locs = np.concatenate(claimed)
+        _, where, seen = np.unique(locs, return_index=True, return_counts=True)
+        if (seen > 1).any():
+            rows = np.repeat(np.arange(len(claimed)), [c.size for c in claimed])
+            flag(HOT_LOCATION, int(rows[np.setdiff1d(np.arange(locs.size), where)].min()),
+                 locs.size - where.size)
+    return list(zip(count, first))
+
+
+@functools.cache
+def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
+    """The one-pass value check for one (K, H): grid = batch rows, ``CHECK_BLOCK`` threads each.
+
+    Shared memory per block: the ``2K``-entry position hash of the swap-in kernel, ``K`` int32
+    hit counters and an ``H``-bit set of the LRU row's slots (44 KiB at K=2048, H=32767).
+    """
+    K, H, BS = num_top_k, hot_buffer_size, CHECK_BLOCK
+    HASH_SIZE = 2 * K
+    SLOT_WORDS = (H + 31) // 32
+
+    @cuda.jit
+    def kernel(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+               req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
+               claims, epoch, flags):
+        s_hash = cuda.shared.array(HASH_SIZE, np.int64)
+        s_hits = cuda.shared.array(K, np.int32)          # slots holding each lane's position
+        s_slots = cuda.shared.array(SLOT_WORDS, np.uint32)
+        s_row = cuda.shared.array(2, np.int32)           # [0]: row is broken, [1]: newest lanes
+        b = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        num_real = num_real_reqs[0]
+        if b == 0 and tid == 0:
+            flag_bad_dev(flags, NUM_REAL_VALUE, num_real)
+            if num_real < 0 or num_real > top_k_tokens.shape[0]:
+                flag_bad_dev(flags, NUM_REAL, 0)
+        if b >= num_real:
+            return
+        rid = req_pool_indices[b]
+        seq_len = seq_lens[b]
+        if tid == 0:
+            if rid < 0 or rid >= device_buffer_tokens.shape[0]:
+                flag_bad_dev(flags, REQUEST, b)
+            else:
+                for e in range(b):
+                    if req_pool_indices[e] == rid:
+                        flag_bad_dev(flags, REQUEST, b)
+                        break
+            if seq_len < 0:
+                flag_bad_dev(flags, SELECTION, b)
+        if rid < 0 or rid >= device_buffer_tokens.shape[0] or seq_len < 0:
+            return
+
+        p = tid
+        while p < H:
+            loc = device_buffer_locs[rid, p]
+            if loc < 0 or loc >= device_items:
+                flag_bad_dev(flags, HOT_LOCATION, b)
+            elif cuda.atomic.exch(claims, loc, epoch) == epoch:
+                flag_bad_dev(flags, HOT_LOCATION, b)
+            p += BS
+
+        if seq_len <= H:                                  # fast path: lanes below min(seq_len, K)
+            i = tid
+            while i < min(seq_len, K):
+                if top_k_tokens[b, i] >= seq_len:
+                    flag_bad_dev(flags, SELECTION, b)
+                i += BS
+            return
+
+        newest = seq_len - 1
+        i = tid
+        while i < HASH_SIZE:
+            s_hash[i] = HASH_EMPTY
+            i += BS
+        i = tid
+        while i < K:
+            s_hits[i] = 0
+            i += BS
+        i = tid
+        while i < SLOT_WORDS:
+            s_slots[i] = 0
+            i += BS
+        if tid < 2:
+            s_row[tid] = 0
+        cuda.syncthreads()
+        i = tid
+        while i < K:
+            t = top_k_tokens[b, i]
+            if t < 0 or t >= seq_len:
+                flag_bad_dev(flags, SELECTION, b)
+                s_row[0] = 1
+            elif t == newest:
+                if cuda.atomic.add(s_row, 1, 1) > 0:
+                    flag_bad_dev(flags, SELECTION, b)
+                    s_row[0] = 1
+            elif not hash_insert_dev(s_hash, HASH_SIZE, t, i):
+                flag_bad_dev(flags, SELECTION, b)
+                s_row[0] = 1
+            i += BS
+        p = tid
+        while p < H:
+            slot = lru_slots[rid, p]
+            if slot < 0 or slot >= H:
+                flag_bad_dev(flags, SLOT_STATE, b)
+                s_row[0] = 1
+            else:
+                bit = np.uint32(1) << np.uint32(slot % 32)
+                if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
+                    flag_bad_dev(flags, SLOT_STATE, b)
+                    s_row[0] = 1
+            p += BS
+        cuda.syncthreads()
+        if s_row[0]:
+            return
+
+        p = tid
+        while p < H:                                      # each selected position in one slot
+            tag = device_buffer_tokens[rid, p]
+            if tag >= 0 and tag != newest:
+                lane = hash_find_dev(s_hash, HASH_SIZE, tag)
+                if lane >= 0 and cuda.atomic.add(s_hits, lane, 1) > 0:
+                    flag_bad_dev(flags, SLOT_STATE, b)
+                    s_row[0] = 1
+            p += BS
+        cuda.syncthreads()
+        if s_row[0]:
+            return
+
+        i = tid
+        while i < K:                                      # misses need a host row in the pool
+            t = top_k_tokens[b, i]
+            if t != newest and s_hits[i] == 0:
+                if t >= host_cache_locs.shape[1]:
+                    flag_bad_dev(flags, MISS_SOURCE, b)
+                else:
+                    src = host_cache_locs[rid, t]
+                    if src < 0 or src >= host_items:
+                        flag_bad_dev(flags, MISS_SOURCE, b)
+            i += BS
+
+    return kernel
+
+
+def swap_in_value_flags(call: SwapInCall) -> list:
+    """Run :func:`swap_in_check_kernel` on ``call`` (one launch, one read-back); the verdict."""
+    item = call.item_size_bytes
+    device_items = call.device_buffer.nbytes // item
+    claims, epoch = claim_epoch(device_items)
+    return device.check_flags(
+        swap_in_check_kernel(call.num_top_k, call.hot_buffer_size), call.batch, CHECK_BLOCK,
+        call.top_k_tokens, call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
+        call.req_pool_indices, call.seq_lens, call.lru_slots, call.num_real_reqs,
+        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, np.int32(epoch))
+
+
+# ---------------------------------------------------------------------------------------------
+# From a verdict to the ValueError (a rejected call only: reads the offending row back).
+
+def raise_swap_in_flags(flags, call: SwapInCall) -> None:
+    """The ``ValueError`` of the first failed condition, in the order of the conditions."""
+    K, H, item = call.num_top_k, call.hot_buffer_size, call.item_size_bytes
+    if flags[NUM_REAL][0]:
+        fail(f"num_real_reqs[0] = {flags[NUM_REAL_VALUE][1]} must be in [0, batch={call.batch}]")
+    failed = [c for c in (REQUEST, SELECTION, SLOT_STATE, MISS_SOURCE, HOT_LOCATION) if flags[c][0]]
+    if not failed:
+        return
+    condition, b = failed[0], flags[failed[0]][1]
+
+    def row(a, r, width=None):
+        return device.to_host(a[r] if width is None else a[r, :width]).astype(np.int64)
+
+    num_real = flags[NUM_REAL_VALUE][1]
+    rids = device.to_host(call.req_pool_indices[:max(num_real, 0)]).astype(np.int64)
+    if condition == HOT_LOCATION:
+        _raise_hot_location(call, rids)
+    rid, seq_len = int(rids[b]), int(device.to_host(call.seq_lens[b:b + 1])[0])
+    requests = int(call.device_buffer_tokens.shape[0])
+    if condition == REQUEST:
+        if not 0 <= rid < requests:
+            fail(f"req_pool_indices[{b}] = {rid} is outside [0, {requests}) (rows of device_buffer_tokens)")
+        a = int(np.flatnonzero(rids[:b] == rid)[0])
+        fail(f"req_pool_indices maps batch rows {a} and {b} to request row {rid}; each real batch row "
+             "must own its request row (a long-path row updates its tags and LRU)")
+    t = row(call.top_k_tokens, b)
+    if condition == SELECTION:
+        if seq_len < 0:
+            fail(f"seq_lens[{b}] = {seq_len} is negative; a sequence length is >= 0")
+        if seq_len <= H:
+            lanes = t[:min(seq_len, K)]
+            fail(f"top_k_tokens row {b} (fast path, seq_len {seq_len}) selects positions "
+                 f"{lanes[lanes >= seq_len][:8].tolist()} >= seq_len; the fast path reads "
+                 "device_buffer_locs[rid, position] unchecked")
+        bad = t[(t < 0) | (t >= seq_len)]
+        if bad.size:
+            fail(f"top_k_tokens row {b} (long path, seq_len {seq_len} > hot_buffer_size {H}) holds positions "
+                 f"{bad[:8].tolist()} outside [0, seq_len): every lane of a long-path row must be a valid position")
+        values, counts = np.unique(t, return_counts=True)
+        fail(f"top_k_tokens row {b} (long path) holds duplicate positions {values[counts > 1][:8].tolist()}: "
+             "the positions of a long-path row must be distinct")
+    newest = seq_len - 1
+    tags = row(call.device_buffer_tokens, rid, H)
+    if condition == SLOT_STATE:
+        if not np.array_equal(np.sort(row(call.lru_slots, rid, H)), np.arange(H)):
+            fail(f"lru_slots row {rid} is not a permutation of 0..{H - 1} (initialise it to arange(hot_buffer_size))")
+        selected = tags[(tags >= 0) & (tags != newest) & np.isin(tags, t)]
+        values, counts = np.unique(selected, return_counts=True)
+        fail(f"device_buffer_tokens row {rid} holds positions {values[counts > 1][:8].tolist()} in more "
+             "than one slot; a position may be resident in one slot only")
+    missed = t[(t != newest) & ~np.isin(t, tags)]
+    max_seq = int(call.host_cache_locs.shape[1])
+    far = missed[missed >= max_seq]
+    if far.size:
+        fail(f"top_k_tokens row {b} (seq_lens[{b}] = {seq_len}) misses positions {far[:8].tolist()} "
+             f"beyond host_cache_locs ({describe(call.host_cache_locs)})")
+    src = device.to_host(call.host_cache_locs[rid]).astype(np.int64)[missed]
+    if (src < 0).any():
+        fail(f"top_k_tokens row {b} (seq_lens[{b}] = {seq_len}) misses positions {missed[src < 0][:8].tolist()} "
+             "that have no host backup (host_cache_locs = -1); a position can be loaded only after its "
+             "device-to-host backup")
+    worst = int(np.argmax(src))
+    fail(f"host_cache holds {call.host_cache.nbytes} bytes, but host_cache_locs[{rid}, {int(missed[worst])}] "
+         f"= {int(src[worst])} needs item {int(src[worst])} of {item} bytes (a miss of top_k_tokens row {b})")
+
+
+def _raise_hot_location(call: SwapInCall, rids) -> None:
+    """The first hot slot (real rows in order) whose device row is outside the pool or taken."""
+    H, item = call.hot_buffer_size, call.item_size_bytes
+    device_items = call.device_buffer.nbytes // item
+    owner = {}
+    for rid in rids.tolist():
+        if not 0 <= rid < call.device_buffer_tokens.shape[0]:
+            continue
+        for p, loc in enumerate(device.to_host(call.device_buffer_locs[rid, :H]).tolist()):
+            if loc < 0:
+                fail(f"device_buffer_locs[{rid}, {p}] = {loc} is negative; every hot slot needs a device "
+                     "row >= 0 (a miss is copied into it)")
+            if loc >= device_items:
+                fail(f"device_buffer holds {call.device_buffer.nbytes} bytes, but device_buffer_locs[{rid}, {p}] "
+                     f"= {loc} needs item {loc} of {item} bytes")
+            if loc in owner:
+                fail(f"device_buffer_locs[{owner[loc][0]}, {owner[loc][1]}] and device_buffer_locs[{rid}, {p}] "
+                     f"are both device row {loc}; every hot slot needs a device row of its own "
+                     "(two misses into one row race)")
+            owner[loc] = (rid, p)
+    raise AssertionError("the hot-location check failed but no slot reports it")
+
+
+@functools.cache
+def _all_rows_real(batch: int):
+    """The ``[1]`` int32 device array ``[batch]`` used when the caller passes no num_real_reqs
+    (one per batch size; kernels only read it)."""
+    return device.to_device(np.array([batch], dtype=np.int32))
+
+
+def _check_num_real_array(num_real_reqs) -> None:
+    if isinstance(num_real_reqs, (int, np.integer)):
+        fail(f"num_real_reqs must be a [1] int32 device array, got the Python value {num_real_reqs}")
+    check_array("num_real_reqs", num_real_reqs)
+    if num_real_reqs.ndim != 1 or num_real_reqs.shape[0] != 1 or np.dtype(num_real_reqs.dtype) != np.int32:
+        fail(f"num_real_reqs must be an int32 array with shape [1], got {describe(num_real_reqs)}")
+
+
 def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
                   device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots,
                   item_size_bytes, num_top_k, hot_buffer_size, page_size=1, block_size=256,
                   num_real_reqs=None, miss_src=None, miss_dst=None, miss_count=None,
-                  skip_io=False) -> SwapInCall:
+                  skip_io=False, checks="full") -> SwapInCall:
     """Every precondition of the single-step swap-in, checked before anything is written.
 
     Takes the launcher's arguments, in its order (``page_size`` is unused, as in sglang), so that
@@ -75,13 +430,39 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
 
     sglang's own checks come first, with its texts; then the checks sglang omits although a
     violation corrupts memory or state silently
-    (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``).
-    Returns the accepted call for :func:`swap_in.launch_unchecked`.
+    (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``). With ``checks="full"`` (the
+    default) the values are checked on the device (see the module docstring); ``"shapes"`` skips
+    that pass. Returns the accepted call for :func:`swap_in.launch_unchecked`.
     """
-    K, H = int(num_top_k), int(hot_buffer_size)
+    full = check_mode(checks)
+    arrays = dict(top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
+                  host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
+                  host_cache=host_cache, device_buffer=device_buffer,
+                  top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices,
+                  seq_lens=seq_lens, lru_slots=lru_slots)
+    for name, a in arrays.items():
+        check_array(name, a)
+    plan = dict(miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count)
+    for name, a in plan.items():
+        if a is not None:
+            check_array(name, a)
+    if num_real_reqs is not None:
+        _check_num_real_array(num_real_reqs)
+    K, H = check_int("num_top_k", num_top_k), check_int("hot_buffer_size", hot_buffer_size)
+    item = check_int("item_size_bytes", item_size_bytes)
+    block = check_int("block_size", block_size)
+    if check_int("page_size", page_size) < 1:
+        fail(f"page_size must be >= 1, got {page_size}")
+    skip = check_flag("skip_io", skip_io)
+
     if H < K:
         fail(f"hot_buffer_size ({hot_buffer_size}) must be >= num_top_k ({num_top_k})")
-    batch = int(top_k_tokens.shape[0]) if top_k_tokens.ndim >= 1 else 0
+    check_ndim("top_k_tokens", top_k_tokens, 2, "[batch, num_top_k]")
+    check_ndim("top_k_device_locs", top_k_device_locs, 2, "[batch, >= num_top_k]")
+    check_ndim("req_pool_indices", req_pool_indices, 1, "[batch]")
+    check_ndim("seq_lens", seq_lens, 1, "[batch]")
+    batch = agreed_rows("batch", {"top_k_tokens": top_k_tokens, "top_k_device_locs": top_k_device_locs,
+                                  "req_pool_indices": req_pool_indices, "seq_lens": seq_lens})
     record = check_miss_plan(
         miss_src, miss_dst, miss_count, batch=batch, capacity=K,
         shape_message=f"miss_src/miss_dst must have shape [batch, >= top_k] (capacity {K}).",
@@ -89,7 +470,7 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
     if K < 1 or H > MAX_SLOTS:
         fail(f"num_top_k must be >= 1 and hot_buffer_size <= {MAX_SLOTS} (slot ids are int16), "
              f"got num_top_k={K}, hot_buffer_size={H}")
-    check_block_size(block_size)
+    check_block_size(block)
 
     for name, a, dtype in (("top_k_tokens", top_k_tokens, np.int32),
                            ("top_k_device_locs", top_k_device_locs, np.int32),
@@ -101,36 +482,31 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
     check_dtype_in("req_pool_indices", req_pool_indices, (np.int32, np.int64))
     check_dtype_in("seq_lens", seq_lens, (np.int32, np.int64))
 
-    check_ndim("top_k_tokens", top_k_tokens, 2, "[batch, num_top_k]")
     if top_k_tokens.shape[1] != K:
         fail(f"num_top_k ({K}) must match top_k_tokens.shape[1] ({top_k_tokens.shape[1]}); "
              f"pass top_k_tokens[:, :{K}] to use the first {K} columns")
-    check_ndim("top_k_device_locs", top_k_device_locs, 2, "[batch, >= num_top_k]")
-    if top_k_device_locs.shape[0] != batch or top_k_device_locs.shape[1] < K:
+    if top_k_device_locs.shape[1] < K:
         fail(f"top_k_device_locs must have shape [batch={batch}, >= num_top_k={K}], "
              f"got {describe(top_k_device_locs)}")
-    for name, a in (("req_pool_indices", req_pool_indices), ("seq_lens", seq_lens)):
-        if a.ndim != 1 or a.shape[0] != batch:
-            fail(f"{name} must have shape [batch={batch}], got {describe(a)}")
     check_ndim("device_buffer_tokens", device_buffer_tokens, 2, "[requests, >= hot_buffer_size + 1]")
     check_ndim("device_buffer_locs", device_buffer_locs, 2, "[requests, >= hot_buffer_size + 1]")
     check_ndim("lru_slots", lru_slots, 2, "[requests, >= hot_buffer_size]")
     check_ndim("host_cache_locs", host_cache_locs, 2, "[requests, max_sequence]")
-    requests = int(device_buffer_tokens.shape[0])
+    requests = agreed_rows("request rows", {
+        "device_buffer_tokens": device_buffer_tokens, "device_buffer_locs": device_buffer_locs,
+        "lru_slots": lru_slots, "host_cache_locs": host_cache_locs})
     if device_buffer_tokens.shape[1] < H:
         fail(f"device_buffer_tokens must have shape [requests, >= hot_buffer_size + 1] "
              f"(hot_buffer_size {H}), got {describe(device_buffer_tokens)}")
-    if device_buffer_locs.shape[0] != requests or device_buffer_locs.shape[1] < H + 1:
+    if device_buffer_locs.shape[1] < H + 1:
         fail(f"device_buffer_locs must have shape [requests={requests}, >= hot_buffer_size + 1 = {H + 1}] "
              f"(column {H} holds the newest token's row), got {describe(device_buffer_locs)}")
     if requests > 1 and row_stride(device_buffer_locs) != row_stride(device_buffer_tokens):
         fail(f"device_buffer_locs row stride ({row_stride(device_buffer_locs)} elements) must equal "
              f"device_buffer_tokens row stride ({row_stride(device_buffer_tokens)} elements): "
              "sglang indexes both tables with the tags' stride, so a different shape reads wrong rows")
-    if lru_slots.shape[0] != requests or lru_slots.shape[1] < H:
+    if lru_slots.shape[1] < H:
         fail(f"lru_slots must have shape [requests={requests}, >= hot_buffer_size={H}], got {describe(lru_slots)}")
-    if host_cache_locs.shape[0] != requests:
-        fail(f"host_cache_locs must have shape [requests={requests}, max_sequence], got {describe(host_cache_locs)}")
     if not host_cache_locs.flags.c_contiguous:
         fail(f"host_cache_locs must be C-contiguous: sglang uses shape[1] as its row stride, "
              f"got {describe(host_cache_locs)} with strides {tuple(host_cache_locs.strides)} bytes")
@@ -138,181 +514,29 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
                     ("device_buffer_tokens", device_buffer_tokens),
                     ("device_buffer_locs", device_buffer_locs), ("lru_slots", lru_slots)):
         check_inner_contiguous(name, a)
-    check_item_copy(item_size_bytes, host_cache, device_buffer)
-    check_item_buffer("host_cache", host_cache, item_size_bytes, -1)
-    check_item_buffer("device_buffer", device_buffer, item_size_bytes, -1)
-    num_real, num_real_array = _check_num_real(num_real_reqs, batch)
+    check_item_copy(item, host_cache, device_buffer)
+    check_item_buffer("host_cache", host_cache, item, -1)
+    check_item_buffer("device_buffer", device_buffer, item, -1)
+    written = {"top_k_device_locs": top_k_device_locs, "device_buffer_tokens": device_buffer_tokens,
+               "lru_slots": lru_slots, **plan}
+    if not skip:
+        written["device_buffer"] = device_buffer
+    check_no_overlap(written, {**arrays, "num_real_reqs": num_real_reqs})
 
-    _check_rows(top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
-                host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
-                host_cache=host_cache, device_buffer=device_buffer,
-                req_pool_indices=req_pool_indices, seq_lens=seq_lens, lru_slots=lru_slots,
-                item_size_bytes=int(item_size_bytes), K=K, H=H, num_real=num_real)
-    return SwapInCall(
-        batch=batch, num_real=num_real, num_top_k=K, hot_buffer_size=H, block_size=int(block_size),
-        record_plan=record, skip_io=bool(skip_io), item_size_bytes=int(item_size_bytes),
+    num_real = batch if num_real_reqs is None else None
+    call = SwapInCall(
+        batch=batch, num_real=num_real, num_top_k=K, hot_buffer_size=H, block_size=block,
+        record_plan=record, skip_io=skip, item_size_bytes=item,
         top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
         host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs, host_cache=host_cache,
         device_buffer=device_buffer, top_k_device_locs=top_k_device_locs,
         req_pool_indices=req_pool_indices, seq_lens=seq_lens, lru_slots=lru_slots,
-        num_real_reqs=num_real_array, miss_src=miss_src if record else None,
+        num_real_reqs=_all_rows_real(batch) if num_real_reqs is None else num_real_reqs,
+        miss_src=miss_src if record else None,
         miss_dst=miss_dst if record else None, miss_count=miss_count if record else None)
-
-
-def _check_rows(*, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-                host_cache, device_buffer, req_pool_indices, seq_lens, lru_slots,
-                item_size_bytes, K, H, num_real) -> None:
-    """The data preconditions of every real row, checked with whole-batch NumPy passes.
-
-    Each table is copied to the host once (only the rows involved). The accepting path has no
-    Python loop over batch rows; when a check fails, :func:`_raise_long_row_error` walks the
-    rows in order to report the first offending one.
-    """
-    if num_real == 0:
-        return
-    requests = int(device_buffer_tokens.shape[0])
-    max_seq = int(host_cache_locs.shape[1])
-    rids = device.to_host(req_pool_indices[:num_real]).astype(np.int64)
-    lens = device.to_host(seq_lens[:num_real]).astype(np.int64)
-    tokens = device.to_host(top_k_tokens[:num_real])
-    bad = np.flatnonzero((rids < 0) | (rids >= requests))
-    if bad.size:
-        b = int(bad[0])
-        fail(f"req_pool_indices[{b}] = {rids[b]} is outside [0, {requests}) (rows of device_buffer_tokens)")
-
-    count = np.clip(np.minimum(lens, K), 0, None)                 # lanes a fast-path row reads
-    past = ((lens <= H)[:, None] & (np.arange(K) < count[:, None])) & (tokens >= lens[:, None])
-    bad = np.flatnonzero(past.any(axis=1))
-    if bad.size:
-        b = int(bad[0])
-        fail(f"top_k_tokens row {b} (fast path, seq_len {lens[b]}) selects positions "
-             f"{tokens[b][past[b]][:8].tolist()} "
-             f">= seq_len; the fast path reads device_buffer_locs[rid, position] unchecked")
-
-    long_rows = np.flatnonzero(lens > H)
-    if long_rows.size == 0:
-        return
-    lr = rids[long_rows]
-    if np.unique(lr).size != lr.size:
-        owners = {}
-        for b in long_rows:
-            rid = int(rids[b])
-            if rid in owners:
-                fail(f"req_pool_indices maps batch rows {owners[rid]} and {b} to request row {rid}; "
-                     "a long-path row updates its request's tags and LRU, so it must own that row")
-            owners[rid] = int(b)
-    tags = device.to_host(device_buffer_tokens[_module_of(device_buffer_tokens).asarray(lr), :H])
-    lru_slots_rows = device.to_host(lru_slots[_module_of(lru_slots).asarray(lr), :H])
-    locs = device.to_host(device_buffer_locs[_module_of(device_buffer_locs).asarray(lr), :H])
-
-    n = long_rows.size
-    t = tokens[long_rows]                                         # [n, K]
-    newest = lens[long_rows] - 1
-    lru = lru_slots_rows
-    if ((t < 0) | (t > newest[:, None])).any() or ((lru < 0) | (lru >= H)).any():
-        _raise_long_row_error(long_rows, lens, rids, tokens, tags, lru, H, host_cache_locs)
-    row = np.arange(n, dtype=np.int64)[:, None]
-    lru = lru + row * H                                           # into the raveled [n, H] tables
-    seen = np.zeros(n * H, bool)
-    seen[lru] = True
-    # One [n, width + 1] table (raveled) indexed by (row, position), used as a sparse set:
-    # never cleared, an entry counts only if it points back at an element at that (row,
-    # position). A scatter keeps one writer per index, so a read-back mismatch is a duplicate.
-    # Column ``width`` takes the tags that no lane can select (free slots, tags >= width).
-    width = int(newest.max()) + 1
-    table = np.empty(n * (width + 1), np.int32)
-    lane_at = t + row * (width + 1)
-    lane_ids = np.arange(n * K, dtype=np.int32).reshape(n, K)
-    table[lane_at] = lane_ids
-    bad = not seen.all() or (table[lane_at] != lane_ids).any()
-    tag_col = np.minimum(tags.view(np.uint32), width)            # a negative tag is huge as uint32
-    tag_at = tag_col + row * (width + 1)
-    match = np.take(lane_at, table[tag_at], mode="clip") == tag_at    # the slot holds a selected position
-    # Resident tags are distinct: the same read-back on slot ids (tags >= width by sorting).
-    slot_ids = np.arange(n * H, dtype=np.int32).reshape(n, H)
-    table[tag_at] = slot_ids
-    bad = bad or ((table[tag_at] != slot_ids) & (tag_col < width)).any()
-    far_tags = ((row << 32) + tags)[tags >= width]
-    if bad or np.unique(far_tags).size != far_tags.size:
-        _raise_long_row_error(long_rows, lens, rids, tokens, tags, lru_slots_rows, H, host_cache_locs)
-
-    resident = np.take(tag_at, table[lane_at], mode="clip") == lane_at
-    missed_lane = ~resident & (t != newest[:, None])              # the newest is served from column H
-    missed = t[missed_lane]                                       # the misses, in lane order
-    if (missed >= max_seq).any():
-        _raise_long_row_error(long_rows, lens, rids, tokens, tags, lru_slots_rows, H, host_cache_locs)
-    num_missed = missed_lane.sum(axis=1)
-    hit = match & (tags != newest[:, None])                       # a slot holding the newest is evictable
-    evictable = ~hit.ravel()[lru]                                 # LRU order
-    filled = evictable & (np.cumsum(evictable, axis=1, dtype=np.int32) <= num_missed[:, None])
-    dst = locs.ravel()[lru[filled]]                               # miss order (m-th evictable slot)
-    miss_row = np.repeat(np.arange(n), num_missed)                # index into long_rows
-    if missed.size == 0:
-        return
-    src = _gather_flat(host_cache_locs, lr[miss_row] * max_seq + missed)
-    if (src < 0).any():
-        i = int(np.flatnonzero(src < 0)[0])
-        missing = missed[(miss_row == miss_row[i]) & (src < 0)]
-        fail(f"top_k_tokens row {long_rows[miss_row[i]]} misses positions {missing[:8].tolist()} that have no host backup "
-             "(host_cache_locs = -1); a position can be loaded only after its device-to-host backup")
-    if (dst < 0).any():
-        fail(f"device_buffer_locs holds negative rows {np.unique(dst[dst < 0])[:8].tolist()} in slots "
-             "that receive a miss")
-    check_item_buffer("host_cache", host_cache, item_size_bytes, int(src.max()))
-    check_item_buffer("device_buffer", device_buffer, item_size_bytes, int(dst.max()))
-
-
-def _raise_long_row_error(long_rows, lens, rids, tokens, tags, lru, H, host_cache_locs):
-    """Report the first long-path row that breaks a precondition (error path only)."""
-    lru = lru.astype(np.int64)
-    max_seq = int(host_cache_locs.shape[1])
-    for n, b in enumerate(long_rows):
-        seq_len, t, rid = int(lens[b]), tokens[b].astype(np.int64), int(rids[b])
-        newest = seq_len - 1
-        bad = t[(t < 0) | (t >= seq_len)]
-        if bad.size:
-            fail(f"top_k_tokens row {b} (long path, seq_len {seq_len} > hot_buffer_size {H}) holds positions "
-                 f"{bad[:8].tolist()} outside [0, seq_len): every lane of a long-path row must be a valid position")
-        values, counts = np.unique(t, return_counts=True)
-        if (counts > 1).any():
-            fail(f"top_k_tokens row {b} (long path) holds duplicate positions {values[counts > 1][:8].tolist()}: "
-                 "the positions of a long-path row must be distinct")
-        if not np.array_equal(np.sort(lru[n]), np.arange(H)):
-            fail(f"lru_slots row {rid} is not a permutation of 0..{H - 1} (initialise it to arange(hot_buffer_size))")
-        row_tags = tags[n]
-        resident = row_tags[row_tags >= 0]
-        values, counts = np.unique(resident, return_counts=True)
-        if (counts > 1).any():
-            fail(f"device_buffer_tokens row {rid} holds positions {values[counts > 1][:8].tolist()} in more "
-                 "than one slot; a position may be resident in one slot only")
-        want = t[t != newest]
-        missed = want[~np.isin(want, resident)]
-        far = missed[missed >= max_seq]
-        if far.size:
-            fail(f"top_k_tokens row {b} misses positions {far[:8].tolist()} beyond host_cache_locs "
-                 f"({describe(host_cache_locs)})")
-    raise AssertionError("a long-path check failed but no row reports it")
-
-
-def _check_num_real(num_real_reqs, batch):
-    """The value of ``num_real_reqs`` in ``[0, batch]`` and the ``[1]`` int32 device array the kernel
-    reads (built from ``batch`` when the caller passes None)."""
-    if num_real_reqs is None:
-        return batch, device.to_device(np.array([batch], dtype=np.int32))
-    if isinstance(num_real_reqs, (int, np.integer)):
-        fail(f"num_real_reqs must be a [1] int32 device array, got the Python value {num_real_reqs}")
-    if num_real_reqs.ndim != 1 or num_real_reqs.shape[0] != 1 or np.dtype(num_real_reqs.dtype) != np.int32:
-        fail(f"num_real_reqs must be an int32 array with shape [1], got {describe(num_real_reqs)}")
-    value = int(device.to_host(num_real_reqs)[0])
-    if value < 0 or value > batch:
-        fail(f"num_real_reqs[0] = {value} must be in [0, batch={batch}]")
-    return value, num_real_reqs
-
-
-def _module_of(a):
-    return np if isinstance(a, np.ndarray) else device.xp
-
-
-def _gather_flat(a, flat):
-    """``a.ravel()[flat]`` of a C-contiguous ``a`` as a NumPy array, one transfer on a GPU."""
-    return device.to_host(a.reshape(-1)[_module_of(a).asarray(flat)])
+    if full and batch:
+        flags = swap_in_value_flags(call)
+        raise_swap_in_flags(flags, call)
+        if flags[NUM_REAL_VALUE][0]:          # (compile-only mode runs no kernel: nothing came back)
+            call = call._replace(num_real=flags[NUM_REAL_VALUE][1])
+    return call

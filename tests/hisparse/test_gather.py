@@ -40,3 +40,17 @@ def test_gather_rejects_before_writing(item_size_bytes, message):
         gather_to_hot_buffer(host_cache=host, device_buffer=buf, src_locs=src, dst_locs=dst,
                              item_size_bytes=item_size_bytes)
     assert not device.to_host(buf).any()
+
+
+@pytest.mark.parametrize("src,dst,message", [
+    ([1, 8], [3, 4], r"src_locs\[1\] = 8"),
+    ([1, 2], [3, 8], r"dst_locs\[1\] = 8"),
+    ([-1, 2], [3, 4], "must be >= 0"),
+])
+def test_gather_locations_are_checked_on_the_device(src, dst, message):
+    host = device.host_cache_array((8, 48), np.uint8)
+    buf = device.to_device(np.zeros((8, 48), np.uint8))
+    with pytest.raises(ValueError, match=message):
+        gather_to_hot_buffer(host_cache=host, device_buffer=buf, src_locs=device.to_device(np.array(src, np.int64)),
+                             dst_locs=device.to_device(np.array(dst, np.int64)), item_size_bytes=48)
+    assert not device.to_host(buf).any()

@@ -138,3 +138,19 @@ def test_rejected_replay_writes_nothing(rng, impl, name, mutate, message):
     with pytest.raises(ValueError, match=message):
         fn(**p)
     assert {k: device.to_host(v).tobytes() for k, v in p.items() if hasattr(v, "shape")} == before
+
+
+def test_checks_shapes_skips_the_value_pass(rng):
+    from hisparse_numba.hisparse.planned_copy_checks import check_planned_copy
+    p = to_device_problem(plan_case(rng, 32))
+    p["miss_dst"][0, 0] = 10**6                          # a value only the device pass sees
+    assert check_planned_copy(**p, checks="shapes").num_real is None
+    with pytest.raises(ValueError, match=re.escape("miss_dst[0, 0] = 1000000")):
+        check_planned_copy(**p)
+
+
+@pytest.mark.parametrize("key,value", [("num_blocks", 2.0), ("item_size_bytes", "32"), ("skip_io", None)])
+def test_replay_scalars_are_validated_not_coerced(rng, key, value):
+    p = to_device_problem(plan_case(rng, 32))
+    with pytest.raises(TypeError, match=key):
+        copy_cache_planned_mla(**{**p, key: value})

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from hisparse_numba import device
 from hisparse_numba.hisparse.examples import (
-    ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries, to_device_problem, to_host_problem)
+    ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries, planned_copy_args, to_device_problem,
+    to_host_problem)
 from hisparse_numba.hisparse.planned_copy import copy_cache_planned_mla
 from hisparse_numba.hisparse.swap_in import (
     load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference)
@@ -339,3 +340,69 @@ print("done")
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
 def test_compute_sanitizer(tool):
     assert_sanitizer_clean(tool, SANITIZER_SCRIPT)
+
+# ---------------------------------------------------------------- scalars, checks= and races
+@pytest.mark.parametrize("key,value", [("num_top_k", 8.0), ("hot_buffer_size", 16.5), ("item_size_bytes", "32"),
+                                       ("block_size", None), ("page_size", float("inf")),
+                                       ("item_size_bytes", True), ("skip_io", "no")])
+def test_scalars_are_validated_not_coerced(key, value):
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(3), batch=3, num_top_k=8, hot_buffer_size=16))
+    before = snapshot(p)
+    with pytest.raises(TypeError, match=key):
+        load_cache_to_device_buffer_mla(**{**p, key: value})
+    assert snapshot(p) == before
+
+
+def test_numpy_integers_are_fine():
+    p = make_swap_in_problem(np.random.default_rng(3), batch=3, num_top_k=8, hot_buffer_size=16, block_size=32)
+    expected = copy_problem(p)
+    load_cache_to_device_buffer_mla_reference(**expected)
+    d = to_device_problem(p)
+    load_cache_to_device_buffer_mla(**{**d, "num_top_k": np.int64(8), "hot_buffer_size": np.int32(16)})
+    assert_same(expected, to_host_problem(d))
+
+
+def test_hot_slots_sharing_a_device_row_are_rejected():
+    """Two hot slots with one device row: two misses copied into it would race (issue 18, item 4)."""
+    p = make_swap_in_problem(np.random.default_rng(4), batch=2, num_top_k=8, hot_buffer_size=16, fast_rows=0)
+    rid = int(p["req_pool_indices"][0])
+    p["device_buffer_locs"][rid, 3] = p["device_buffer_locs"][rid, 2]
+    for impl in IMPLS:
+        q = to_device_problem(p) if impl == "kernel" else copy_problem(p)
+        before = snapshot(q)
+        fn = load_cache_to_device_buffer_mla if impl == "kernel" else load_cache_to_device_buffer_mla_reference
+        with pytest.raises(ValueError, match=r"are both device row"):
+            fn(**q)
+        assert snapshot(q) == before
+
+
+def test_checks_shapes_skips_the_value_pass_and_full_is_the_default():
+    from hisparse_numba.hisparse.swap_in_checks import check_swap_in
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(5), batch=3, num_top_k=8, hot_buffer_size=16))
+    p["req_pool_indices"][0] = 99                       # a value only the device pass sees
+    assert check_swap_in(**p, checks="shapes").num_real is None
+    with pytest.raises(ValueError, match=r"req_pool_indices\[0\] = 99"):
+        check_swap_in(**p)
+    with pytest.raises(ValueError, match="checks must be"):
+        check_swap_in(**p, checks="none")
+
+
+def test_an_accepted_call_checks_values_in_one_pass_without_host_copies(monkeypatch):
+    """One check-kernel launch with one read-back (device.check_flags), no table copied to the host."""
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(6), batch=3, num_top_k=8, hot_buffer_size=16,
+                                               num_real=2, block_size=32))
+    calls = {"check_flags": 0, "to_host": 0}
+    check_flags, to_host = device.check_flags, device.to_host
+
+    def counting(name, fn):
+        def wrapped(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(device, "check_flags", counting("check_flags", check_flags))
+    monkeypatch.setattr(device, "to_host", counting("to_host", to_host))
+    load_cache_to_device_buffer_mla(**p)
+    d = planned_copy_args(p, device.to_device(np.zeros(p["device_buffer"].shape, np.uint8)))
+    copy_cache_planned_mla(**d)
+    assert calls == {"check_flags": 2, "to_host": 0}
