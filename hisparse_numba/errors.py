@@ -108,9 +108,6 @@ CATALOGUE: list[Entry] = [
     _e("lru_slots must have shape [requests={requests}, >= hot_buffer_size={h}], got {got}",
        "The LRU table does not hold one permutation of the H slots per request row.",
        "Allocate [requests, hot_buffer_size] int16 and initialise each row to arange(H).", "09"),
-    _e("host_cache_locs must have shape [requests={requests}, max_sequence], got {got}",
-       "The position-to-host-row table has another number of request rows than the tag table.",
-       "Allocate [requests, max_sequence] int64, one row per request-pool row.", "09"),
     _e("host_cache_locs must be C-contiguous: sglang uses shape[1] as its row stride, got {got} with strides {strides} bytes",
        "A sliced view of a wider table: sglang's kernel assumes the row stride equals shape[1] and "
        "would read other requests' host rows.",
@@ -231,6 +228,38 @@ CATALOGUE: list[Entry] = [
        "Unset NUMBA_ENABLE_CUDASIM, or choose the simulator.", "00"),
 
     # ---------------------------------------------------------------- gather and swap-in data (00)
+    _e('checks must be "full" or "shapes", got {got}',
+       "An unknown value-check mode for a single-step launcher.",
+       'Leave the default checks="full"; pass checks="shapes" only when the index values were '
+       "validated upstream (then a bad value corrupts memory silently).", "00"),
+    _e("{name} must be an integer, got {value} ({type})",
+       "A float, string, bool or None where a count or size is expected; it is rejected, not "
+       "rounded (16.5 is not 16).", "Pass a Python or NumPy integer.", "00"),
+    _e("{name} must be True or False, got {value} ({type})",
+       "A flag given as something other than a bool.", "Pass True or False.", "00"),
+    _e("{name} must be an array (NumPy, CuPy or a host_cache_array), got {type}",
+       "A list, scalar, string or None where the launcher needs an array.",
+       "Pass a device array (CuPy on a GPU, NumPy in the simulator) or the host pool.", "00"),
+    _e("{name} has {n} rows, but {others} have {m} (the {role}); got {got}",
+       "Arrays that describe the same batch (or the same request rows) disagree on their row count; "
+       "the one named differs from the others.", "Pass the same rows to all of them.", "00"),
+    _e("{name} shares memory with {other}; the call writes {name2}, so it must be a buffer of its own",
+       "An output passed as (or overlapping) another argument: the kernel would read what it "
+       "has just written.", "Give every output its own buffer.", "00"),
+    _e("{pool} holds {n} bytes, but {entry} = {value} needs item {item} of {size} bytes",
+       "An index past the end of the host or device pool: the copy would read or write outside it.",
+       "Index only items of the pool (or allocate the pool for every row the tables name).", "00"),
+    _e("req_pool_indices maps batch rows {a} and {b} to request row {rid}; each real batch row must own its request row (a long-path row updates its tags and LRU)",
+       "Two batch rows share one request's slot tables: their tag and LRU updates would race.",
+       "Give each batch row its own request row.", "00"),
+    _e("seq_lens[{b}] = {n} is negative; a sequence length is >= 0",
+       "A corrupted or uninitialised sequence length.", "Pass the number of tokens of each request.", "00"),
+    _e("device_buffer_locs[{rid}, {p}] = {loc} is negative; every hot slot needs a device row >= 0 (a miss is copied into it)",
+       "A hot slot without a physical row: a miss into it would write before the buffer.",
+       "Map every hot slot to a device row before the swap-in.", "00"),
+    _e("device_buffer_locs[{a}, {p}] and device_buffer_locs[{b}, {q}] are both device row {row}; every hot slot needs a device row of its own (two misses into one row race)",
+       "Two hot slots (of one request or of two) share one device row: misses copied into both race.",
+       "Give every hot slot of every request its own device row.", "00"),
     _e("src_locs and dst_locs must have the same shape, got {a} and {b}",
        "Each copy needs one source and one destination.", "Pass equally long location arrays.", "00"),
     _e("src_locs and dst_locs must be >= 0 (a -1 location has no item)",
@@ -246,9 +275,6 @@ CATALOGUE: list[Entry] = [
        "On the fast path (seq_len <= H) position p lives in slot p; a position past the sequence "
        "reads a slot that holds no token of this request.",
        "Select only positions < seq_len (or -1 for an empty lane).", "00"),
-    _e("req_pool_indices maps batch rows {a} and {b} to request row {rid}; a long-path row updates its request's tags and LRU, so it must own that row",
-       "Two batch rows share one request's slot tables: their tag and LRU updates would race.",
-       "Give each long-path batch row its own request row.", "00"),
     _e("top_k_tokens row {b} (long path, seq_len {n} > hot_buffer_size {h}) holds positions {bad} outside [0, seq_len): every lane of a long-path row must be a valid position",
        "A -1 or out-of-range lane on the long path. sglang counts such a lane as a miss without "
        "assigning it: phantom copies into unassigned slots and stale outputs (spec section 2.9).",
@@ -265,16 +291,13 @@ CATALOGUE: list[Entry] = [
     _e("device_buffer_tokens row {rid} holds positions {dups} in more than one slot; a position may be resident in one slot only",
        "Duplicate tags: both slots would hit the same lane and the miss count would be wrong.",
        "Tags must name each position at most once (-1 for empty slots).", "00"),
-    _e("top_k_tokens row {b} misses positions {bad} beyond host_cache_locs ({got})",
+    _e("top_k_tokens row {b} (seq_lens[{b2}] = {n}) misses positions {bad} beyond host_cache_locs ({got})",
        "A miss at a position past the host table's width: no host row can be looked up.",
        "Widen host_cache_locs to the longest sequence.", "00"),
-    _e("top_k_tokens row {b} misses positions {bad} that have no host backup (host_cache_locs = -1); a position can be loaded only after its device-to-host backup",
+    _e("top_k_tokens row {b} (seq_lens[{b2}] = {n}) misses positions {bad} that have no host backup (host_cache_locs = -1); a position can be loaded only after its device-to-host backup",
        "A position selected before its KV was backed up to the host: sglang would copy host row -1 "
        "(garbage).",
        "Select a position only after its backup (the newest token is served from column H).", "00"),
-    _e("device_buffer_locs holds negative rows {rows} in slots that receive a miss",
-       "A slot without a physical row receives a copy: the copy would write before the buffer.",
-       "Map every hot slot to a device row before the swap-in.", "00"),
     _e("miss_src/miss_dst must have shape [batch, >= top_k] (capacity {k}).",
        "The single-step miss plan is not 2-D, has fewer rows than the batch or fewer than top_k "
        "columns (a long-path row can miss every lane): the kernel would write past it.",

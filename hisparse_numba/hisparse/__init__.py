@@ -1,10 +1,13 @@
 """HiSparse: the per-request GPU hot buffer in front of a host KV pool.
 
-Read in this order: ``gather`` (moving items host -> device), ``swap_in`` (the single-step LRU
-swap-in; its checks in ``swap_in_checks``), ``planned_copy`` (replaying its miss plan into other
-layers), ``miss_plan`` (sizing a plan), ``spec_hash``, ``spec_state`` and ``speculative/`` (the multi-step
-swap-in of speculative decoding). Each launcher is ``check_<family>(...)`` (the accepted call) then its
-module's ``launch_unchecked(call)``. The behaviour: ``docs/hisparse-single-step.md`` and ``docs/hisparse-speculative.md``.
+Read in this order: ``gather`` (moving items host -> device; its checks in ``gather_checks``),
+``swap_in`` (the single-step LRU swap-in; its checks in ``swap_in_checks``, the position hash in
+``swap_in_hash``), ``planned_copy`` (replaying its miss plan into other layers; its checks in
+``planned_copy_checks``; ``call_checks`` holds the argument checks the three share), ``miss_plan``
+(sizing a plan), ``spec_hash``, ``spec_state`` and ``speculative/`` (the multi-step swap-in of
+speculative decoding). Each launcher is ``check_<family>(...)`` (the accepted call) then its
+module's ``launch_unchecked(call)``. The behaviour: ``docs/hisparse-single-step.md`` and
+``docs/hisparse-speculative.md``.
 """
 
 from .gather import gather_to_hot_buffer, gather_to_hot_buffer_reference
