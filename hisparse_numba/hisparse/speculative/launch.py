@@ -72,7 +72,8 @@ def geometry(batch: int, num_occurrences: int) -> tuple[int, int, int, bool]:
 def load_cache_to_device_buffer_spec_mla(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
-        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None) -> None:
+        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None,
+        checks="full") -> None:
     """Resolve all ``steps * top_k`` occurrences of each request in one launch.
 
     top_k_tokens: ``[batch, steps, top_k]`` int32, 2 <= steps <= 4, steps * top_k <= 8192, dense
@@ -86,6 +87,11 @@ def load_cache_to_device_buffer_spec_mla(
     top_k]`` int64, miss_dst the same in int32 with the same row stride, miss_count ``[>= batch]``
     int32: all three or none. item_size_bytes: defaults to host_cache's row size in bytes; a
     multiple of 16.
+
+    checks: ``"full"`` (default) checks every value the kernel indexes with on the device first
+    (``value_checks.py``, docs/hisparse-speculative.md "What a call must satisfy"), so a bad call
+    raises a ValueError and writes nothing; ``"shapes"`` checks shapes, dtypes and scalars only,
+    for callers who validated the values upstream (a bad value then corrupts memory or state).
     """
     launch_unchecked(check_speculative(**locals(), for_kernel=True))
 

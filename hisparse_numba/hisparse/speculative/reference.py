@@ -196,6 +196,8 @@ def request_reference(call: SpecCall, b: int) -> None:
             copy_item_reference(call.host_cache, call.device_buffer, src, int(scratch[u]), call.item_size_bytes)
             if plan is not None:
                 plan[0][b, u], plan[1][b, u] = src, scratch[u]
+        elif u < cap and plan is not None:
+            plan[0][b, u], plan[1][b, u] = -1, -1      # nothing copied (checks="shapes" only)
 
     # ---- commit: mode, admission, victims, promotion, hash, overflow fix-up
     overflow = m > cap
@@ -258,6 +260,8 @@ def request_reference(call: SpecCall, b: int) -> None:
             inserts.append((v << 32) | tok)
         elif u >= cap:
             index[p] = (sigma << 32) | UNRESOLVED
+            if plan is not None:
+                plan[0][b, u], plan[1][b, u] = -1, -1  # no victim: nothing copied
     degraded |= hash_insert_reference(bank0, bank1, inserts)
     if overflow:
         for occ in range(t):
@@ -278,7 +282,8 @@ def request_reference(call: SpecCall, b: int) -> None:
 def load_cache_to_device_buffer_spec_mla_reference(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
-        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None) -> None:
+        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None,
+        checks="full") -> None:
     """NumPy oracle of the launcher (same keywords; NumPy arrays; mutates them in place).
 
     Shapes/dtypes: see the launcher. Written per request, per occurrence, for clarity.
