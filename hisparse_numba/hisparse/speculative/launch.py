@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import device
 from ..miss_plan import placeholder_plan
-from ..spec_state import COUNT_UNION, COUNT_WORK
+from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK
 from .checks import SpecCall, check_speculative
 from .device_fns import EMPTY_KEY, LANES, NO_OCCURRENCE
 from .kernel import swap_kernel
@@ -124,12 +124,17 @@ def launch_unchecked(call: SpecCall) -> None:
     except Exception:
         # Only the simulator raises inside a kernel (an out-of-bounds index). What the aborted
         # launch left in the workspace and in the running counters (zero between calls) must not
-        # leak into the next call.
+        # leak into the next call, and its scratch-table entries must belong to a past epoch:
+        # the generation advances as a finished call's would.
         clear_workspace(work)
         rids = device.to_host(call.req_pool_indices).astype(np.int64)
+        rids = rids[(rids >= 0) & (rids < call.num_requests)]
         n = call.num_requests
         state.scratch_state[0, COUNT_WORK * n + rids] = 0
         state.scratch_state[0, COUNT_UNION * n + rids] = 0
+        gen = state.scratch_state[0, COUNT_GEN * n + rids].astype(np.int64)
+        sigma = (gen & 0x7FFFFFFF) % 0x7FFFFFFF + 1
+        state.scratch_state[0, COUNT_GEN * n + rids] = np.where(gen < 0, sigma - 2 ** 31, sigma)
         raise
 
 
