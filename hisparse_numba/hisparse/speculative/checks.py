@@ -99,12 +99,12 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
         fail(steps_message(steps))
     t = steps * top_k
     if top_k <= 0 or t > MAX_OCCURRENCES:
-        fail(f"speculative top_k_tokens must have 0 < steps * top_k <= {MAX_OCCURRENCES}, got "
-             f"{steps} * {top_k}")
+        fail(f"speculative swap needs 0 < steps * top_k <= {MAX_OCCURRENCES}, got {steps} * {top_k} "
+             f"(the last two axes of top_k_tokens)")
     check_ndim("top_k_device_locs", top_k_device_locs, 3, f"[batch, steps, top_k] = [{batch}, {steps}, {top_k}]")
     if tuple(top_k_device_locs.shape) != (batch, steps, top_k):
-        fail(f"top_k_device_locs must have the shape of top_k_tokens [batch, steps, top_k] = "
-             f"[{batch}, {steps}, {top_k}], got shape {tuple(top_k_device_locs.shape)}")
+        fail(f"top_k_device_locs must have shape [batch, steps, top_k] = [{batch}, {steps}, {top_k}], "
+             f"got shape {tuple(top_k_device_locs.shape)} (it must match top_k_tokens)")
     record = check_miss_plan(miss_src, miss_dst, miss_count, batch=batch, capacity=t,
                              shape_message=plan_shape_message(t), count_message=COUNT_MESSAGE)
     n, hot, _, cap = check_state(state, num_occurrences=t)
@@ -152,9 +152,10 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
         if not device.is_mapped(host_cache):
             fail("host_cache must be device-readable host memory (device.host_cache_array), "
                  f"got {type(host_cache).__name__}")
+        if not isinstance(device_buffer, device.xp.ndarray):
+            fail(f"device_buffer must be a device array, got {type(device_buffer).__name__}")
         for name in ("top_k_tokens", "device_buffer_tokens", "host_cache_locs", "device_buffer_locs",
-                     "device_buffer", "top_k_device_locs", "req_pool_indices", "seq_lens",
-                     "num_real_reqs"):
+                     "top_k_device_locs", "req_pool_indices", "seq_lens", "num_real_reqs"):
             if not isinstance(args[name], device.xp.ndarray):
                 fail(f"{name} must be a device (CuPy) array, got {type(args[name]).__name__}")
     if item_size_bytes is None:
