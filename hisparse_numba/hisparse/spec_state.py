@@ -161,8 +161,8 @@ def make_hisparse_spec_state(num_requests, hot_buffer_size, num_steps, num_top_k
     steps = check_int("num_steps", num_steps, 2, 4)
     top_k = check_int("num_top_k", num_top_k, 1, MAX_OCCURRENCES // steps)
     if n > hot:
-        fail(f"num_requests ({n}) must be <= hot_buffer_size ({hot}): the CLOCK control row holds "
-             "one column per request")
+        fail(f"make_hisparse_spec_state needs 0 < num_requests <= hot_buffer_size and "
+             f"hot_buffer_size >= 2, got num_requests={n}, hot_buffer_size={hot}")
     if scratch_locs is not None:
         check_array("scratch_locs", scratch_locs, "[num_requests, capacity]")
         if scratch_locs.ndim != 2 or scratch_locs.shape[0] != n or scratch_locs.shape[1] < 1:
