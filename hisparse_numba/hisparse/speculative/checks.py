@@ -17,6 +17,7 @@ from ...checks import (check_dtype, check_inner_contiguous, check_item_copy, che
                        check_ndim, fail, row_stride)
 from ..spec_state import MAX_OCCURRENCES, check_checks_mode, check_state
 from ..spec_state_checks import check_array, check_int
+from .arguments import address
 from .value_checks import value_checks
 
 
@@ -181,7 +182,7 @@ WRITTEN = ("device_buffer_tokens", "device_buffer_locs", "device_buffer", "top_k
 
 def byte_span(a) -> tuple:
     """``[first, last + 1)`` bytes of ``a`` (strides >= 0, as checked before)."""
-    start = device.data_address(a)
+    start = address(a)
     if a.size == 0:
         return start, start
     return start, start + sum((d - 1) * st for d, st in zip(a.shape, a.strides)) + a.itemsize
@@ -201,3 +202,4 @@ def check_no_overlap(args: dict, state) -> None:
                  "another argument")
         if stop > end:
             end, owner, written = stop, name, writes
+

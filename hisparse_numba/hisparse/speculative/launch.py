@@ -16,6 +16,7 @@ import numpy as np
 from ... import device
 from ..miss_plan import placeholder_plan
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK
+from .arguments import derived_argument, int64_view
 from .checks import SpecCall, check_speculative
 from .device_fns import EMPTY_KEY, LANES, NO_OCCURRENCE
 from .kernel import swap_kernel
@@ -115,10 +116,12 @@ def launch_unchecked(call: SpecCall) -> None:
     try:
         device.launch(swap, (call.batch, tiles + committer), tile, call.top_k_tokens,
                       call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
-                      device.byte_words(call.host_cache), device.byte_words(call.device_buffer),
+                      derived_argument("words", call.host_cache, device.byte_words),
+                      derived_argument("words", call.device_buffer, device.byte_words),
                       call.top_k_device_locs, call.req_pool_indices, call.seq_lens,
                       state.cache_index, state.cache_policy, state.scratch_locs,
-                      state.scratch_state, state.scratch_state.view(np.int64), call.num_real_reqs,
+                      state.scratch_state, derived_argument("int64", state.scratch_state, int64_view),
+                      call.num_real_reqs,
                       miss_src, miss_dst, miss_count, *work, call.item_size_bytes // 8, call.tail,
                       call.num_requests)
     except Exception:

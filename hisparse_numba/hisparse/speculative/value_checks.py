@@ -37,6 +37,7 @@ from ...checks import fail
 from ...device import cuda, flag_bad_dev
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
 from ..spec_state_checks import claim_slot_dev
+from .arguments import derived_argument, int64_view
 
 # conditions (device.check_flags)
 NUM_REAL, REQUEST, REPEATED_REQUEST, SEQ_LEN, HOST_LOC, DEVICE_LOC, REPEATED_LOC, STATE = range(8)
@@ -122,17 +123,17 @@ def value_checks_reference(call) -> list:
 # The kernel: the same verdict, one block per batch row.
 
 @cuda.jit(device=True, inline=True)
-def hold_location_dev(location_bits, loc, flags):
+def hold_location_dev(bits, first_location_bit, loc, flags):
     """Count device location ``loc`` as held by this call; a second holder is a repeat."""
-    if claim_slot_dev(location_bits, loc):
+    if claim_slot_dev(bits, first_location_bit + loc):
         flag_bad_dev(flags, REPEATED_LOC, loc)
 
 
 @cuda.jit
 def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices,
                        seq_lens, num_real_reqs, cache_policy, scratch_locs, scratch_state,
-                       metadata, host_items, device_items, epoch_limit, request_bits,
-                       location_bits, flags):
+                       metadata, host_items, device_items, epoch_limit, bits,
+                       first_location_bit, flags):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
@@ -151,7 +152,7 @@ def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_po
         if tid == 0:
             flag_bad_dev(flags, REQUEST, b)
         return
-    if tid == 0 and claim_slot_dev(request_bits, rid):
+    if tid == 0 and claim_slot_dev(bits, rid):
         flag_bad_dev(flags, REPEATED_REQUEST, rid)
     max_positions = host_cache_locs.shape[1]
     i = tid
@@ -175,7 +176,7 @@ def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_po
         if loc >= device_items:
             flag_bad_dev(flags, DEVICE_LOC, 2 * (b * width + c))
         elif loc >= 0:
-            hold_location_dev(location_bits, loc, flags)
+            hold_location_dev(bits, first_location_bit, loc, flags)
         c += nthreads
     u = tid
     while u < cap:
@@ -183,7 +184,7 @@ def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_po
         if loc < 0 or loc >= device_items:
             flag_bad_dev(flags, DEVICE_LOC, 2 * (b * cap + u) + 1)
         else:
-            hold_location_dev(location_bits, loc, flags)
+            hold_location_dev(bits, first_location_bit, loc, flags)
         u += nthreads
     if tid < 2 and scratch_state[0, (COUNT_WORK + tid) * n + rid] != 0:
         flag_bad_dev(flags, STATE, 4 * b + COUNTERS)
@@ -203,26 +204,26 @@ def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_po
 
 @functools.lru_cache(maxsize=8)
 def claim_bits(num_requests: int, device_items: int):
-    """A bit per request slot and a bit per device item (uint64 words), cleared before each check.
-    They grow with the arguments' sizes (1 bit per item of ``device_buffer``), never with values."""
-    xp = device.xp
-    return (xp.zeros(max(1, -(-num_requests // 64)), dtype=xp.uint64),
-            xp.zeros(max(1, -(-device_items // 64)), dtype=xp.uint64))
+    """A bit per request slot, then a bit per device item (uint64 words; the items start at word
+    ``request_words``), cleared before each check with one fill. They grow with the arguments'
+    sizes (1 bit per item of ``device_buffer``), never with values."""
+    request_words = max(1, -(-num_requests // 64))
+    bits = device.xp.zeros(request_words + max(1, -(-device_items // 64)), dtype=device.xp.uint64)
+    return bits, request_words
 
 
 def value_checks_device(call) -> list:
     z = Sizes(call)
-    request_bits, location_bits = claim_bits(z.n, z.device_items)
-    request_bits.fill(0)
-    location_bits.fill(0)
+    bits, request_words = claim_bits(z.n, z.device_items)
+    bits.fill(0)
     state = call.state
     threads = CHECK_THREADS if device.backend() == "cuda" else 32
     return device.check_flags(
         value_check_kernel, max(1, z.batch), threads, call.top_k_tokens, call.host_cache_locs,
         call.device_buffer_locs, call.req_pool_indices, call.seq_lens, call.num_real_reqs,
         state.cache_policy, state.scratch_locs, state.scratch_state,
-        state.scratch_state.view(np.int64), z.host_items, z.device_items, 1 << z.ebits,
-        request_bits, location_bits)
+        derived_argument("int64", state.scratch_state, int64_view), z.host_items,
+        z.device_items, 1 << z.ebits, bits, 64 * request_words)
 
 
 # ---------------------------------------------------------------------------------------------
