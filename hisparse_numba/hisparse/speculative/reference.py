@@ -26,11 +26,12 @@ def table_home(token, t):
 
 
 def table_insert_reference(table, sigma, token) -> None:
-    """Ordered linear-probing insert (module docstring); entries of other epochs count as empty."""
+    """Ordered linear-probing insert (module docstring); entries of other epochs count as empty.
+    At most ``t`` moves, as on the device (a full row only comes from a corrupted state)."""
     t = table.shape[0]
     v = (sigma << 32) | token
     p = table_home(token, t)
-    while True:
+    for _ in range(t):
         c = int(table[p])
         if (c >> 32) != sigma:
             table[p] = v
