@@ -236,7 +236,7 @@ def value_checks(call, *, on_device: bool) -> None:
     verdict = value_checks_device(call) if on_device else value_checks_reference(call)
     for condition, (count, first) in enumerate(verdict):
         if count:
-            fail(message(call, condition, count, first))
+            fail(value_check_message(call, condition, count, first))
 
 
 def _at(a, *index) -> int:
@@ -244,7 +244,7 @@ def _at(a, *index) -> int:
     return int(device.to_host(a[index]))
 
 
-def message(call, condition: int, count: int, first: int) -> str:
+def value_check_message(call, condition: int, count: int, first: int) -> str:
     z = Sizes(call)
     if condition == NUM_REAL:
         return f"num_real_reqs[0] = {_at(call.num_real_reqs, 0)} must be in [0, batch = {z.batch}]"
