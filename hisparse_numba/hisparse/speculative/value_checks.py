@@ -43,7 +43,7 @@ from .arguments import derived_argument, int64_view
 NUM_REAL, REQUEST, REPEATED_REQUEST, SEQ_LEN, HOST_LOC, DEVICE_LOC, REPEATED_LOC, STATE = range(8)
 # what a STATE flag is about: first = 4 * b + kind
 COUNTERS, FULL_TABLE, EPOCHS = 0, 1, 2
-CHECK_THREADS = 256
+CHECK_THREADS = 1024         # a GPU block: T = 8192 occurrences take 8 loads per thread
 
 
 class Sizes:
