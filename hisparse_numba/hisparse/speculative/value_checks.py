@@ -34,7 +34,7 @@ import numpy as np
 
 from ... import device
 from ...checks import fail
-from ...device import cuda, flag_bad_dev
+from ...device import cuda, flag_bad_dev, jit_kernel
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
 from ..spec_state_checks import claim_slot_dev
 from .arguments import derived_argument, int64_view
@@ -129,7 +129,7 @@ def hold_location_dev(bits, first_location_bit, loc, flags):
         flag_bad_dev(flags, REPEATED_LOC, loc)
 
 
-@cuda.jit
+@jit_kernel(max_threads=CHECK_THREADS)
 def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices,
                        seq_lens, num_real_reqs, cache_policy, scratch_locs, scratch_state,
                        metadata, host_items, device_items, epoch_limit, bits,
