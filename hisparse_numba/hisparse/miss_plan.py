@@ -11,11 +11,16 @@ from __future__ import annotations
 import functools
 
 from .. import device
+from .spec_state import MAX_OCCURRENCES
+from .spec_state_checks import check_int
 
 
 def miss_plan_capacity(num_steps: int, num_top_k: int) -> int:
-    """Columns a speculative miss plan needs per batch row: ``num_steps * num_top_k``."""
-    return int(num_steps) * int(num_top_k)
+    """Columns a speculative miss plan needs per batch row: ``num_steps * num_top_k``
+    (num_steps <= 4 and num_steps * num_top_k <= 8192, as the speculative launcher accepts;
+    num_steps = 1 sizes a single-step plan, ``[batch, top_k]``)."""
+    steps = check_int("num_steps", num_steps, 1, 4)
+    return steps * check_int("num_top_k", num_top_k, 1, MAX_OCCURRENCES // steps)
 
 
 def alloc_miss_plan(batch: int, num_steps: int, num_top_k: int):
@@ -27,9 +32,10 @@ def alloc_miss_plan(batch: int, num_steps: int, num_top_k: int):
     """
     xp = device.xp
     cap = miss_plan_capacity(num_steps, num_top_k)
-    return (xp.full((int(batch), cap), -1, dtype=xp.int64),
-            xp.full((int(batch), cap), -1, dtype=xp.int32),
-            xp.zeros(int(batch), dtype=xp.int32))
+    rows = check_int("batch", batch, 1)
+    return (xp.full((rows, cap), -1, dtype=xp.int64),
+            xp.full((rows, cap), -1, dtype=xp.int32),
+            xp.zeros(rows, dtype=xp.int32))
 
 
 @functools.cache
@@ -38,4 +44,6 @@ def placeholder_plan():
 
     Such kernels never touch them; they exist because a kernel's argument list is fixed.
     """
-    return alloc_miss_plan(1, 1, 1)
+    xp = device.xp
+    return (xp.full((1, 1), -1, dtype=xp.int64), xp.full((1, 1), -1, dtype=xp.int32),
+            xp.zeros(1, dtype=xp.int32))

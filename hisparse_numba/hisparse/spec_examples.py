@@ -88,28 +88,31 @@ def set_selection(kw, top_k_tokens, seq_lens, num_real_reqs=None) -> None:
 
 
 def host_copy(kw) -> dict:
-    """NumPy copies of every array (the state too), for the reference."""
+    """NumPy copies of every array (the state too), for the reference.
+
+    ``host_cache`` is passed as it is, not copied: it is host memory already, and neither the
+    kernel nor the reference writes it (at sglang's sizes a copy costs seconds per call).
+    """
     out = {}
     for k, v in kw.items():
         if isinstance(v, HiSparseSpecState):
             out[k] = HiSparseSpecState(*(device.to_host(a) for a in v))
-        elif v is None or isinstance(v, (int, np.integer)):
+        elif k == "host_cache" or not hasattr(v, "shape"):
             out[k] = v
-        elif k == "host_cache":
-            out[k] = np.array(v, copy=True)
         else:
             out[k] = device.to_host(v)
     return out
 
 
 def snapshot(kw) -> dict:
-    """Flat NumPy copies of every array, keyed by name (state fields as ``state.<field>``)."""
+    """Flat NumPy copies of every array the call may write, keyed by name (state fields as
+    ``state.<field>``); ``host_cache``, which no call writes, is left out."""
     flat = {}
     for k, v in host_copy(kw).items():
         if isinstance(v, HiSparseSpecState):
             for f, a in zip(v._fields, v):
                 flat[f"state.{f}"] = a
-        elif isinstance(v, np.ndarray):
+        elif isinstance(v, np.ndarray) and k != "host_cache":
             flat[k] = v
     return flat
 

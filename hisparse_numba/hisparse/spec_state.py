@@ -49,6 +49,7 @@ from .. import device
 from ..checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
 from ..device import cuda
 from .spec_hash import KNUTH, MASK32, hash_insert_dev, hash_insert_reference
+from .spec_state_checks import check_array, check_int, initialize_value_checks
 
 MAX_OCCURRENCES = 8192  # compact entries keep the table position in 13 bits
 COMPACT_POS_MASK = 0x1FFF
@@ -109,7 +110,7 @@ def next_epoch(packed, cbits, ebits):
     """This call's cache epoch E: the stored epoch + 1, wrapped to ``ebits`` bits, never 0."""
     e = ((packed & 0xFFFFFFFF) >> cbits) + 1
     if e >= (1 << ebits):
-        e = 1
+        e = e * 0 + 1       # 1 of e's type (the simulator keeps NumPy scalar types)
     return e
 
 
@@ -125,7 +126,7 @@ def next_sigma(gen):
     """This call's scratch epoch: the generation's low 31 bits + 1, wrapping to 1."""
     s = (gen & 0x7FFFFFFF) + 1
     if s > 0x7FFFFFFF:
-        s = 1
+        s = s * 0 + 1
     return s
 
 
@@ -144,27 +145,48 @@ pack_generation_dev = cuda.jit(device=True, inline=True)(pack_generation)
 # Allocation and validation.
 
 def make_hisparse_spec_state(num_requests, hot_buffer_size, num_steps, num_top_k,
-                             scratch_capacity=None) -> HiSparseSpecState:
+                             scratch_capacity=None, *, scratch_locs=None) -> HiSparseSpecState:
     """Allocate a state with the documented shapes (device arrays).
 
-    ``cache_index`` all -1; ``cache_policy`` zeros; ``scratch_locs`` all -1 (assign each request
-    its physical landing zone before use); ``scratch_state`` row 0 zeros and the metadata rows -1.
-    ``scratch_capacity`` defaults to ``min(T, max(1024, T - H))``. Call
-    ``initialize_hisparse_spec_state`` for each request once its hot slots are filled.
+    ``cache_index`` all -1; ``cache_policy`` zeros; ``scratch_state`` row 0 zeros and the metadata
+    rows -1. ``scratch_locs``: the ``[num_requests, capacity]`` device locations each request owns
+    as its landing zone (copied in); without it every entry is -1, and the swap-in rejects a call
+    on a request until its landing zone is assigned (``state.scratch_locs[rid] = ...``).
+    ``scratch_capacity`` defaults to ``min(T, max(1024, T - H))`` (or ``scratch_locs``' width).
+    Call ``initialize_hisparse_spec_state`` for each request once its hot slots are filled.
+    Every size is checked here, so the state fits the launchers (ValueError naming the argument).
     """
-    n, hot = int(num_requests), int(hot_buffer_size)
-    if n <= 0 or hot < 2 or n > hot:
+    n = check_int("num_requests", num_requests, 1)
+    hot = check_int("hot_buffer_size", hot_buffer_size, 2, MAX_HOT_BUFFER_SIZE)
+    steps = check_int("num_steps", num_steps, 2, 4)
+    top_k = check_int("num_top_k", num_top_k, 1, MAX_OCCURRENCES // steps)
+    if n > hot:
         fail(f"make_hisparse_spec_state needs 0 < num_requests <= hot_buffer_size and "
              f"hot_buffer_size >= 2, got num_requests={n}, hot_buffer_size={hot}")
-    cap = default_scratch_capacity(hot, num_steps, num_top_k) if scratch_capacity is None \
-        else int(scratch_capacity)
+    if scratch_locs is not None:
+        check_array("scratch_locs", scratch_locs, "[num_requests, capacity]")
+        if scratch_locs.ndim != 2 or scratch_locs.shape[0] != n or scratch_locs.shape[1] < 1:
+            fail(f"scratch_locs must have shape [num_requests = {n}, capacity >= 1], got shape "
+                 f"{tuple(scratch_locs.shape)}")
+        if np.dtype(scratch_locs.dtype).kind not in "iu":
+            fail(f"scratch_locs must hold integer device locations, got dtype {scratch_locs.dtype}")
+    if scratch_capacity is None:
+        cap = default_scratch_capacity(hot, steps, top_k) if scratch_locs is None \
+            else int(scratch_locs.shape[1])
+    else:
+        cap = check_int("scratch_capacity", scratch_capacity, 1, MAX_OCCURRENCES)
+        if scratch_locs is not None and cap != scratch_locs.shape[1]:
+            fail(f"scratch_capacity ({cap}) must equal scratch_locs' width ({scratch_locs.shape[1]})")
     xp = device.xp
-    scratch_state = xp.full((n + 1, metadata_width(n, num_steps, num_top_k)), -1, dtype=xp.int32)
+    scratch_state = xp.full((n + 1, metadata_width(n, steps, top_k)), -1, dtype=xp.int32)
     scratch_state[0] = 0
+    locs = xp.full((n, cap), -1, dtype=xp.int32)
+    if scratch_locs is not None:
+        locs[...] = xp.asarray(scratch_locs).astype(xp.int32)
     return HiSparseSpecState(
         cache_index=xp.full((n, 2, hash_size_for(hot)), -1, dtype=xp.int64),
         cache_policy=xp.zeros((n + 1, hot), dtype=xp.int32),
-        scratch_locs=xp.full((n, cap), -1, dtype=xp.int32),
+        scratch_locs=locs,
         scratch_state=scratch_state,
     )
 
@@ -177,6 +199,8 @@ def check_state(state, *, num_occurrences=None) -> tuple:
     if not isinstance(state, HiSparseSpecState):
         fail(f"state must be a HiSparseSpecState, got {type(state).__name__}")
     ci, cp, sl, ss = state
+    for name, a in zip(state._fields, state):
+        check_array(f"state.{name}", a, "(docs/hisparse-speculative.md, State)")
     check_ndim("state.scratch_locs", sl, 2, "[num_requests, capacity]")
     check_dtype("state.scratch_locs", sl, np.int32)
     n, cap = int(sl.shape[0]), int(sl.shape[1])
@@ -226,9 +250,19 @@ class InitializeCall(NamedTuple):
     state: object
 
 
-def check_initialize(*, device_buffer_tokens, req_pool_indices, state) -> InitializeCall:
-    """Every check of the initialiser (ValueError naming the argument, before any write)."""
+def check_initialize(*, device_buffer_tokens, req_pool_indices, state, checks="full",
+                     on_device: bool = True) -> InitializeCall:
+    """Every check of the initialiser (ValueError naming the argument, before any write).
+
+    ``checks="full"`` (default) also checks the values of ``req_pool_indices`` (request slots in
+    ``[0, n)``, distinct) in one device pass (``spec_state_checks``); ``"shapes"`` skips that for
+    callers who validated them. ``on_device=False`` computes the same verdict in NumPy (the
+    reference).
+    """
+    check_checks_mode(checks)
     n, hot, _, _ = check_state(state)
+    check_array("device_buffer_tokens", device_buffer_tokens, "[num_requests, H + tail]")
+    check_array("req_pool_indices", req_pool_indices, "[batch]")
     check_ndim("device_buffer_tokens", device_buffer_tokens, 2, "[num_requests, H + tail]")
     check_dtype("device_buffer_tokens", device_buffer_tokens, np.int32)
     check_inner_contiguous("device_buffer_tokens", device_buffer_tokens)
@@ -236,7 +270,15 @@ def check_initialize(*, device_buffer_tokens, req_pool_indices, state) -> Initia
         fail(f"device_buffer_tokens must have shape [>= {n}, >= {hot}], got shape {tuple(device_buffer_tokens.shape)}")
     check_ndim("req_pool_indices", req_pool_indices, 1, "[batch]")
     check_dtype("req_pool_indices", req_pool_indices, np.int64)
+    if checks == "full":
+        initialize_value_checks(req_pool_indices, n, on_device=on_device)
     return InitializeCall(n, hot, device_buffer_tokens, req_pool_indices, state)
+
+
+def check_checks_mode(checks) -> None:
+    if not isinstance(checks, str) or checks not in ("full", "shapes"):
+        fail(f'checks must be "full" (check values on the device, the default) or "shapes" '
+             f'(shapes and dtypes only, for values validated upstream), got {checks!r}')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,10 +299,12 @@ def _reset_request_reference(dbt, state, rid, hot) -> None:
         ss[0, COUNT_GEN * n + rid] = pack_generation(0, True)
 
 
-def initialize_hisparse_spec_state_reference(*, device_buffer_tokens, req_pool_indices, state) -> None:
+def initialize_hisparse_spec_state_reference(*, device_buffer_tokens, req_pool_indices, state,
+                                            checks="full") -> None:
     """NumPy oracle of ``initialize_hisparse_spec_state`` (same keywords; mutates ``state``)."""
     call = check_initialize(device_buffer_tokens=device_buffer_tokens,
-                            req_pool_indices=req_pool_indices, state=state)
+                            req_pool_indices=req_pool_indices, state=state, checks=checks,
+                            on_device=False)
     for rid in np.asarray(req_pool_indices):
         _reset_request_reference(device_buffer_tokens, state, int(rid), call.hot)
 
@@ -303,14 +347,17 @@ def _init_kernel(hot: int):
     return initialize_kernel
 
 
-def initialize_hisparse_spec_state(*, device_buffer_tokens, req_pool_indices, state) -> None:
+def initialize_hisparse_spec_state(*, device_buffer_tokens, req_pool_indices, state,
+                                   checks="full") -> None:
     """Reset the state of every request in ``req_pool_indices`` and index its hot slots.
 
     device_buffer_tokens: ``[>= n, >= H]`` int32 (slot -> token, -1 = empty).
-    req_pool_indices: ``[k]`` int64 request slots (distinct). state: ``HiSparseSpecState``.
+    req_pool_indices: ``[k]`` int64 request slots in ``[0, n)``, distinct (checked on the device
+    unless ``checks="shapes"``). state: ``HiSparseSpecState``.
     """
     launch_unchecked(check_initialize(device_buffer_tokens=device_buffer_tokens,
-                                      req_pool_indices=req_pool_indices, state=state))
+                                      req_pool_indices=req_pool_indices, state=state,
+                                      checks=checks))
 
 
 def launch_unchecked(call: InitializeCall) -> None:
@@ -319,6 +366,7 @@ def launch_unchecked(call: InitializeCall) -> None:
     if k == 0:
         return
     state = call.state
-    device.launch(_init_kernel(call.hot), k, INIT_THREADS, call.device_buffer_tokens,
+    threads = INIT_THREADS if device.backend() == "cuda" else 32   # the simulator: fewer threads
+    device.launch(_init_kernel(call.hot), k, threads, call.device_buffer_tokens,
                   call.req_pool_indices, state.cache_index, state.cache_policy,
                   state.scratch_state, call.num_requests)

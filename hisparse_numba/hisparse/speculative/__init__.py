@@ -7,6 +7,7 @@ of a request in one launch pair and writes one physical device location per occu
 reproduces: docs/hisparse-speculative.md. Lessons 01, 03, 04 and 08 use this launcher.
 
 Files, in reading order: ``checks.py`` (arguments, ``check_speculative -> SpecCall``),
+``value_checks.py`` (the values, in one device pass),
 ``reference.py`` (the NumPy oracle), ``device_fns.py`` and ``kernel.py`` (the kernel),
 ``launch.py`` (geometry, workspace, ``launch_unchecked``, the launcher).
 
@@ -64,7 +65,11 @@ Padded rows (``b >= num_real_reqs[0]``) output 0 everywhere and ``miss_count[b] 
 
 Miss plan (optional): ``miss_src[b, u], miss_dst[b, u]`` = host location and device location of
 unique miss ``u`` for every miss that was copied (scratch location >= 0, or a resolved direct
-overflow); other entries are left untouched. ``miss_count[b]`` = number of unique misses.
+overflow), ``(-1, -1)`` for the other unique misses; columns ``>= miss_count[b]`` are left
+untouched. ``miss_count[b]`` = number of unique misses.
+
+Checks: ``checks.py`` (shapes, dtypes, scalars, on the host) and ``value_checks.py`` (every value
+the kernel indexes with, on the device in one pass; ``checks="shapes"`` skips it).
 
 Launch geometry. sglang splits the work into a launch pair (gather, then commit) because the commit
 needs a grid-wide barrier. Here one launch does both, with a barrier per request instead, so that

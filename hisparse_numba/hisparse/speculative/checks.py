@@ -15,7 +15,10 @@ import numpy as np
 from ... import device
 from ...checks import (check_dtype, check_inner_contiguous, check_item_copy, check_miss_plan,
                        check_ndim, fail, row_stride)
-from ..spec_state import MAX_OCCURRENCES, check_state
+from ..spec_state import MAX_OCCURRENCES, check_checks_mode, check_state
+from ..spec_state_checks import check_array, check_int
+from .arguments import address
+from .value_checks import value_checks
 
 
 def steps_message(num_steps) -> str:
@@ -61,35 +64,55 @@ class SpecCall(NamedTuple):
     miss_dst: object
     miss_count: object
 
+ARRAYS = (("top_k_tokens", "[batch, steps, top_k]"),
+          ("device_buffer_tokens", "[num_requests, H + tail]"),
+          ("host_cache_locs", "[num_requests, max_positions]"),
+          ("device_buffer_locs", "[num_requests, H + tail]"), ("host_cache", "[items, ...]"),
+          ("device_buffer", "[items, ...]"), ("top_k_device_locs", "[batch, steps, top_k]"),
+          ("req_pool_indices", "[batch]"), ("seq_lens", "[batch * steps]"),
+          ("num_real_reqs", "[>= 1]"))
+
+
 def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
                       host_cache, device_buffer, top_k_device_locs, req_pool_indices, seq_lens,
                       state, num_real_reqs, miss_src=None, miss_dst=None, miss_count=None,
-                      item_size_bytes=None, for_kernel: bool = False) -> SpecCall:
+                      item_size_bytes=None, checks="full", for_kernel: bool = False) -> SpecCall:
     """Every check of the launcher, before anything is launched or written (ValueError).
 
-    ``for_kernel`` adds the memory-kind checks of a GPU launch (mapped host pool, device
-    buffers); the NumPy reference takes host arrays in both worlds.
+    Shapes, dtypes and scalars on the host; with ``checks="full"`` (default) then every value
+    the kernel indexes with (``value_checks.py``): on the device in one pass when ``for_kernel``,
+    else with the NumPy reference of that pass. ``checks="shapes"`` skips the value checks for
+    callers who validated them upstream. ``for_kernel`` also adds the memory-kind checks of a GPU
+    launch (mapped host pool, device buffers); the NumPy reference takes host arrays in both worlds.
     """
-    if getattr(top_k_tokens, "ndim", 0) != 3:
+    check_checks_mode(checks)
+    args = locals()
+    for name, layout in ARRAYS:
+        check_array(name, args[name], layout)
+    for name in ("miss_src", "miss_dst", "miss_count"):
+        if args[name] is not None:
+            check_array(name, args[name], "[batch, >= steps * top_k]" if name != "miss_count" else "[batch]")
+    if top_k_tokens.ndim != 3:
         fail(f"speculative top_k_tokens must have shape [batch, steps, top_k], got shape "
              f"{tuple(getattr(top_k_tokens, 'shape', ()))}")
     batch, steps, top_k = (int(x) for x in top_k_tokens.shape)
     if not 2 <= steps <= 4:
         fail(steps_message(steps))
     t = steps * top_k
+    if top_k <= 0 or t > MAX_OCCURRENCES:
+        fail(f"speculative swap needs 0 < steps * top_k <= {MAX_OCCURRENCES}, got {steps} * {top_k} "
+             f"(the last two axes of top_k_tokens)")
+    check_ndim("top_k_device_locs", top_k_device_locs, 3, f"[batch, steps, top_k] = [{batch}, {steps}, {top_k}]")
+    if tuple(top_k_device_locs.shape) != (batch, steps, top_k):
+        fail(f"top_k_device_locs must have shape [batch, steps, top_k] = [{batch}, {steps}, {top_k}], "
+             f"got shape {tuple(top_k_device_locs.shape)} (it must match top_k_tokens)")
     record = check_miss_plan(miss_src, miss_dst, miss_count, batch=batch, capacity=t,
                              shape_message=plan_shape_message(t), count_message=COUNT_MESSAGE)
-    if top_k <= 0 or t > MAX_OCCURRENCES:
-        fail(f"speculative swap needs 0 < steps * top_k <= {MAX_OCCURRENCES}, got {steps} * {top_k}")
     n, hot, _, cap = check_state(state, num_occurrences=t)
     if not state.scratch_state.flags.c_contiguous:
         fail("state.scratch_state must be C-contiguous (its metadata rows are read as int64 words)")
     check_dtype("top_k_tokens", top_k_tokens, np.int32)
-    check_ndim("top_k_device_locs", top_k_device_locs, 3, f"[batch, steps, top_k] = [{batch}, {steps}, {top_k}]")
     check_dtype("top_k_device_locs", top_k_device_locs, np.int32)
-    if tuple(top_k_device_locs.shape) != (batch, steps, top_k):
-        fail(f"top_k_device_locs must have shape [batch, steps, top_k] = [{batch}, {steps}, {top_k}], "
-             f"got shape {tuple(top_k_device_locs.shape)}")
     for name, a in (("top_k_tokens", top_k_tokens), ("top_k_device_locs", top_k_device_locs)):
         if a.strides[2] != 4 or a.strides[1] != 4 * top_k:
             fail(f"{name} rows must be dense over (steps, top_k), got strides {tuple(a.strides)} bytes")
@@ -132,12 +155,51 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
                  f"got {type(host_cache).__name__}")
         if not isinstance(device_buffer, device.xp.ndarray):
             fail(f"device_buffer must be a device array, got {type(device_buffer).__name__}")
+        for name in ("top_k_tokens", "device_buffer_tokens", "host_cache_locs", "device_buffer_locs",
+                     "top_k_device_locs", "req_pool_indices", "seq_lens", "num_real_reqs"):
+            if not isinstance(args[name], device.xp.ndarray):
+                fail(f"{name} must be a device (CuPy) array, got {type(args[name]).__name__}")
     if item_size_bytes is None:
         item_size_bytes = int(host_cache.strides[0]) if host_cache.ndim else 0
-    item_size_bytes = int(item_size_bytes)
+    item_size_bytes = check_int("item_size_bytes", item_size_bytes, 1, 2 ** 31 - 1)
     check_item_copy(item_size_bytes, host_cache, device_buffer)
-    return SpecCall(batch, steps, top_k, hot, int(device_buffer_tokens.shape[1]) - hot, n, cap,
+    call = SpecCall(batch, steps, top_k, hot, int(device_buffer_tokens.shape[1]) - hot, n, cap,
                     item_size_bytes, record, top_k_tokens, device_buffer_tokens, host_cache_locs,
                     device_buffer_locs, host_cache, device_buffer, top_k_device_locs,
                     req_pool_indices, seq_lens, state, num_real_reqs, miss_src, miss_dst,
                     miss_count)
+    check_no_overlap(args, state)
+    if checks == "full":
+        value_checks(call, on_device=for_kernel)
+    return call
+
+
+READ_ONLY = ("top_k_tokens", "host_cache_locs", "host_cache", "req_pool_indices", "seq_lens",
+             "num_real_reqs")
+WRITTEN = ("device_buffer_tokens", "device_buffer_locs", "device_buffer", "top_k_device_locs",
+           "miss_src", "miss_dst", "miss_count")
+
+
+def byte_span(a) -> tuple:
+    """``[first, last + 1)`` bytes of ``a`` (strides >= 0, as checked before)."""
+    start = address(a)
+    if a.size == 0:
+        return start, start
+    return start, start + sum((d - 1) * st for d, st in zip(a.shape, a.strides)) + a.itemsize
+
+
+def check_no_overlap(args: dict, state) -> None:
+    """No array the call writes shares memory with another argument (a kernel reading what
+    another thread writes would race); arrays it only reads may share memory."""
+    spans = [(*byte_span(args[name]), name, False) for name in READ_ONLY]
+    spans += [(*byte_span(args[name]), name, True) for name in WRITTEN if args[name] is not None]
+    spans += [(*byte_span(a), f"state.{f}", True) for f, a in zip(state._fields, state)]
+    spans.sort()
+    end, owner, written = spans[0][1], spans[0][2], spans[0][3]
+    for start, stop, name, writes in spans[1:]:
+        if start < end and start < stop and (writes or written):
+            fail(f"{name} shares memory with {owner}; an array the call writes must not overlap "
+                 "another argument")
+        if stop > end:
+            end, owner, written = stop, name, writes
+

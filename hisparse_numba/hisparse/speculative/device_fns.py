@@ -33,11 +33,15 @@ def load_coherent_dev(array, index):
 @cuda.jit(device=True, inline=True)
 def table_insert_dev(metadata, row, t, sigma, token):
     """Lock-free ordered insert. A cell only grows during a launch, so a stale read is harmless:
-    the CAS returns the true value and the loop goes on from it."""
+    the CAS returns the true value and the loop goes on from it. At most ``t`` moves: a call
+    inserts at most ``t`` tokens, so a free cell is always found within them; only a corrupted
+    row (rejected by the value checks) could be full, and then the insert gives up instead of
+    probing forever."""
     v = (sigma << 32) | token
     p = knuth_hash_dev(token) % t
     c = metadata[row, p]
-    while True:
+    moves = 0
+    while moves < t:
         if (c >> 32) != sigma or v > c:
             old = cuda.atomic.cas(metadata, (row, p), c, v)
             if old == c:
@@ -45,6 +49,7 @@ def table_insert_dev(metadata, row, t, sigma, token):
                     return
                 v = c
                 p = (p + 1) % t
+                moves += 1
                 c = metadata[row, p]
             else:
                 c = old
@@ -52,6 +57,7 @@ def table_insert_dev(metadata, row, t, sigma, token):
             return
         else:
             p = (p + 1) % t
+            moves += 1
             c = metadata[row, p]
 
 

@@ -249,6 +249,9 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                     if record and lane == 0:
                         miss_src[b, u] = src
                         miss_dst[b, u] = dst
+                elif record and lane == 0:
+                    miss_src[b, u] = -1
+                    miss_dst[b, u] = -1
                 u += warps
         hash_insert_dev(cache_index, rid, device_buffer_tokens, victims, num_victims, aux, flag,
                         scan, tid, tile)
@@ -289,7 +292,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
         """Once every tile of request ``b`` has arrived: index the scratch table by unique_idx,
         reset the request's workspace, commit. (At most 29 arguments: Python passes a longer call
         as ``*args``, which Numba cannot inline.)"""
-        n = device_buffer_tokens.shape[0]
+        n = scratch_locs.shape[0]           # request slots: the counter banks' stride
         tail = device_buffer_tokens.shape[1] - hot
         row = rid + 1
         sigma = next_sigma_dev(np.int64(scratch_state[0, COUNT_GEN * n + rid]))
@@ -449,6 +452,9 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                         if record:
                             miss_src[b, u] = src
                             miss_dst[b, u] = dst
+                    elif u < cap and record:
+                        miss_src[b, u] = -1
+                        miss_dst[b, u] = -1
                     u += 1
             if tid == 0 and num_first > 0:
                 cuda.atomic.add(scratch_state, (0, COUNT_WORK * n + rid), num_first)

@@ -15,7 +15,8 @@ import numpy as np
 
 from ... import device
 from ..miss_plan import placeholder_plan
-from ..spec_state import COUNT_UNION, COUNT_WORK
+from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK
+from .arguments import derived_argument, int64_view
 from .checks import SpecCall, check_speculative
 from .device_fns import EMPTY_KEY, LANES, NO_OCCURRENCE
 from .kernel import swap_kernel
@@ -72,7 +73,8 @@ def geometry(batch: int, num_occurrences: int) -> tuple[int, int, int, bool]:
 def load_cache_to_device_buffer_spec_mla(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
-        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None) -> None:
+        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None,
+        checks="full") -> None:
     """Resolve all ``steps * top_k`` occurrences of each request in one launch.
 
     top_k_tokens: ``[batch, steps, top_k]`` int32, 2 <= steps <= 4, steps * top_k <= 8192, dense
@@ -86,6 +88,11 @@ def load_cache_to_device_buffer_spec_mla(
     top_k]`` int64, miss_dst the same in int32 with the same row stride, miss_count ``[>= batch]``
     int32: all three or none. item_size_bytes: defaults to host_cache's row size in bytes; a
     multiple of 16.
+
+    checks: ``"full"`` (default) checks every value the kernel indexes with on the device first
+    (``value_checks.py``, docs/hisparse-speculative.md "What a call must satisfy"), so a bad call
+    raises a ValueError and writes nothing; ``"shapes"`` checks shapes, dtypes and scalars only,
+    for callers who validated the values upstream (a bad value then corrupts memory or state).
     """
     launch_unchecked(check_speculative(**locals(), for_kernel=True))
 
@@ -109,21 +116,28 @@ def launch_unchecked(call: SpecCall) -> None:
     try:
         device.launch(swap, (call.batch, tiles + committer), tile, call.top_k_tokens,
                       call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
-                      device.byte_words(call.host_cache), device.byte_words(call.device_buffer),
+                      derived_argument("words", call.host_cache, device.byte_words),
+                      derived_argument("words", call.device_buffer, device.byte_words),
                       call.top_k_device_locs, call.req_pool_indices, call.seq_lens,
                       state.cache_index, state.cache_policy, state.scratch_locs,
-                      state.scratch_state, state.scratch_state.view(np.int64), call.num_real_reqs,
+                      state.scratch_state, derived_argument("int64", state.scratch_state, int64_view),
+                      call.num_real_reqs,
                       miss_src, miss_dst, miss_count, *work, call.item_size_bytes // 8, call.tail,
                       call.num_requests)
     except Exception:
         # Only the simulator raises inside a kernel (an out-of-bounds index). What the aborted
         # launch left in the workspace and in the running counters (zero between calls) must not
-        # leak into the next call.
+        # leak into the next call, and its scratch-table entries must belong to a past epoch:
+        # the generation advances as a finished call's would.
         clear_workspace(work)
         rids = device.to_host(call.req_pool_indices).astype(np.int64)
+        rids = rids[(rids >= 0) & (rids < call.num_requests)]
         n = call.num_requests
         state.scratch_state[0, COUNT_WORK * n + rids] = 0
         state.scratch_state[0, COUNT_UNION * n + rids] = 0
+        gen = state.scratch_state[0, COUNT_GEN * n + rids].astype(np.int64)
+        sigma = (gen & 0x7FFFFFFF) % 0x7FFFFFFF + 1
+        state.scratch_state[0, COUNT_GEN * n + rids] = np.where(gen < 0, sigma - 2 ** 31, sigma)
         raise
 
 

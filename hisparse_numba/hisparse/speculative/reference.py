@@ -1,9 +1,11 @@
 """NumPy reference (the oracle) of the speculative swap-in, ``load_cache_to_device_buffer_spec_mla``.
 
 Same keywords as the launcher (``launch.py``: shapes and dtypes), on NumPy arrays, mutated in
-place; written per request and per occurrence, in the order of docs/hisparse-speculative.md:
-classify every occurrence, number the unique misses, copy them into scratch, then commit (mode,
-admission, victims, promotion, hash, direct overflow, counters). The kernel (``kernel.py``)
+place; written per request, in the order of docs/hisparse-speculative.md: classify every
+occurrence, number the unique misses, copy them into scratch, then commit (mode, admission,
+victims, promotion, hash, direct overflow, counters). The per-occurrence steps work on whole rows
+of occurrences (NumPy passes), so that sglang's sizes (T = 8192, batch 64) take well under a
+second per call; the per-miss steps of the commit stay loops, as the rules read. The kernel (``kernel.py``)
 must equal it on every output and state array. Lessons 01, 03, 04 and 08 run it beside the kernel.
 """
 
@@ -11,8 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec_hash import (MASK32, hash_erase_reference, hash_insert_reference,
-                         hash_lookup_reference, knuth_hash)
+from ..spec_hash import MASK32, h0, h1, hash_erase_reference, hash_insert_reference, knuth_hash
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
                           COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED, approximate_candidate,
                           cursor_bits, epoch_bits, next_epoch, next_sigma, pack_clock,
@@ -25,11 +26,12 @@ def table_home(token, t):
 
 
 def table_insert_reference(table, sigma, token) -> None:
-    """Ordered linear-probing insert (module docstring); entries of other epochs count as empty."""
+    """Ordered linear-probing insert (module docstring); entries of other epochs count as empty.
+    At most ``t`` moves, as on the device (a full row only comes from a corrupted state)."""
     t = table.shape[0]
     v = (sigma << 32) | token
     p = table_home(token, t)
-    while True:
+    for _ in range(t):
         c = int(table[p])
         if (c >> 32) != sigma:
             table[p] = v
@@ -52,28 +54,71 @@ def table_find_reference(table, sigma, token) -> int:
     raise AssertionError(f"token {token} not in the scratch table")
 
 
-def copy_item_reference(host_cache, device_buffer, src, dst, item) -> None:
+def copy_items_reference(host_cache, device_buffer, src, dst, item) -> None:
+    """Copy host items ``src`` to device items ``dst`` (arrays; destinations distinct)."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    if src.size == 0:
+        return
     hb = host_cache.reshape(-1).view(np.uint8)
     db = device_buffer.reshape(-1).view(np.uint8)
-    db[dst * item:(dst + 1) * item] = hb[src * item:(src + 1) * item]
+    hb = hb[:hb.size // item * item].reshape(-1, item)
+    db[:db.size // item * item].reshape(-1, item)[dst] = hb[src]
 
 
-def classify_reference(token, seq_len, slot_tokens, slot_locs, host_locs, hot, tail, bank0, bank1,
-                       degraded):
-    """('invalid'|'tail'|'hot'|'miss'|'unbacked', value) of one occurrence of a request whose
-    device-buffer rows are ``slot_tokens`` / ``slot_locs`` and host-location row ``host_locs``;
-    value = the tail location, the hot slot or the host location."""
-    if token < 0 or token >= seq_len:
-        return "invalid", -1
-    if tail > 0 and token >= seq_len - tail:
-        for c in range(hot, hot + tail):
-            if slot_tokens[c] == token and slot_locs[c] >= 0:
-                return "tail", int(slot_locs[c])
-    slot = hash_lookup_reference(bank0, bank1, slot_tokens, token, hot, degraded)
-    if slot >= 0:
-        return "hot", slot
-    src = int(host_locs[token])
-    return ("miss", src) if src >= 0 else ("unbacked", -1)
+INVALID, TAIL, HOT, MISS = 0, 1, 2, 3     # kinds of occurrence (an unbacked miss is INVALID)
+
+
+def hot_slots_reference(tokens, candidates, slot_tokens, hot, bank0, bank1, degraded):
+    """The hot slot holding each token (-1: none) where ``candidates``: the positional fast path
+    (``token < H`` and slot ``token`` holds it), bank 0, bank 1, then, once the request's hash is
+    degraded, the first of the H slots that holds it. A bank entry counts only if its slot (< H)
+    holds the token."""
+    tok = np.where(candidates, tokens, 0)
+    resident = slot_tokens[:hot].astype(np.int64)
+    slot = np.full(tok.shape, -1, dtype=np.int64)
+    fast = candidates & (tok < hot) & (resident[np.minimum(tok, hot - 1)] == tok)
+    slot[fast] = tok[fast]
+    mask = bank0.shape[0] - 1
+    for bank, bucket in ((bank0, h0), (bank1, h1)):
+        entry = bank[bucket(tok, mask)]
+        s = entry >> 32
+        ok = candidates & (slot < 0) & (entry >= 0) & ((entry & MASK32) == tok) & (s < hot)
+        ok &= resident[np.where(ok, s, 0)] == tok
+        slot[ok] = s[ok]
+    if degraded:
+        order = np.argsort(resident, kind="stable")
+        at = np.minimum(np.searchsorted(resident[order], tok), hot - 1)
+        ok = candidates & (slot < 0) & (resident[order][at] == tok)
+        slot[ok] = order[at[ok]]
+    return slot
+
+
+def classify_reference(tokens, seq_lens, slot_tokens, slot_locs, host_locs, hot, tail, bank0,
+                       bank1, degraded):
+    """``(kinds, values)`` of occurrences ``tokens`` (with their steps' ``seq_lens``) of a request
+    whose device-buffer rows are ``slot_tokens`` / ``slot_locs`` and host-location row
+    ``host_locs``: INVALID (also a miss never backed up), TAIL (value = its location), HOT (the
+    slot) or MISS (the host location)."""
+    tok = tokens.astype(np.int64)
+    kinds = np.full(tok.shape, INVALID, dtype=np.int64)
+    values = np.full(tok.shape, -1, dtype=np.int64)
+    valid = (tok >= 0) & (tok < seq_lens)
+    if tail > 0:
+        tail_tokens, tail_locs = slot_tokens[hot:hot + tail], slot_locs[hot:hot + tail]
+        match = (tok[:, None] == tail_tokens[None, :]) & (tail_locs >= 0)[None, :]
+        served = valid & (tok >= seq_lens - tail) & match.any(axis=1)
+        kinds[served] = TAIL
+        values[served] = tail_locs[match.argmax(axis=1)[served]]     # the first tail column
+        valid &= ~served
+    slot = hot_slots_reference(tok, valid, slot_tokens, hot, bank0, bank1, degraded)
+    kinds[slot >= 0] = HOT
+    values[slot >= 0] = slot[slot >= 0]
+    missed = valid & (slot < 0)
+    src = host_locs[np.where(missed, tok, 0)]
+    missed &= src >= 0
+    kinds[missed] = MISS
+    values[missed] = src[missed]
+    return kinds, values
 
 
 def union_sample_positions(i, miss_count, hot) -> list:
@@ -135,7 +180,7 @@ def approximate_victims_reference(ref, need, miss_count, cap, hot, e_now) -> lis
 
 
 def request_reference(call: SpecCall, b: int) -> None:
-    """Gather and commit of real row ``b``, one occurrence at a time."""
+    """Gather and commit of real row ``b``."""
     steps, top_k, hot, tail, n, cap = (call.steps, call.top_k, call.hot, call.tail,
                                        call.num_requests, call.capacity)
     t = steps * top_k
@@ -161,41 +206,43 @@ def request_reference(call: SpecCall, b: int) -> None:
     plan = (call.miss_src, call.miss_dst, call.miss_count) if call.record else None
 
     # ---- gather: classify every occurrence, deduplicate misses, copy each unique miss once
-    locations = np.full(t, -1, dtype=np.int64)
-    union_hits = 0
-    miss_occ = []
-    for occ in range(t):
-        tok = int(tokens[occ])
-        kind, val = classify_reference(tok, int(seq_lens[b * steps + occ // top_k]), slot_tokens,
-                                       slot_locs, host_locs, hot, tail, bank0, bank1, degraded)
-        if kind == "tail":
-            locations[occ] = val
-        elif kind == "hot":
-            locations[occ] = slot_locs[val]
-            if ref[val] != e_now:
-                ref[val] = e_now
-                union_hits += 1
-        elif kind == "miss":
-            miss_occ.append(occ)
-            table_insert_reference(table, sigma, tok)
-    unique_idx = {}
-    for occ in miss_occ:
-        tok = int(tokens[occ])
-        if tok not in unique_idx:
-            u = unique_idx[tok] = len(unique_idx)
-            p = table_find_reference(table, sigma, tok)
-            index[p] = (sigma << 32) | u
-            compact[u] = p
-    m = len(unique_idx)
-    for occ in miss_occ:
-        u = unique_idx[int(tokens[occ])]
-        locations[occ] = scratch[u] if u < cap else -2 - u
-    for tok, u in unique_idx.items():
-        if u < cap and scratch[u] >= 0:
-            src = int(host_locs[tok])
-            copy_item_reference(call.host_cache, call.device_buffer, src, int(scratch[u]), call.item_size_bytes)
-            if plan is not None:
-                plan[0][b, u], plan[1][b, u] = src, scratch[u]
+    lens = np.repeat(seq_lens[b * steps:(b + 1) * steps].astype(np.int64), top_k)
+    kinds, values = classify_reference(tokens, lens, slot_tokens, slot_locs, host_locs, hot, tail,
+                                       bank0, bank1, degraded)
+    locations = np.where(kinds == TAIL, values, -1)
+    hot_occ = kinds == HOT
+    locations[hot_occ] = slot_locs[values[hot_occ]]
+    stamped = np.unique(values[hot_occ])
+    stamped = stamped[ref[stamped] != e_now]
+    union_hits = int(stamped.size)
+    ref[stamped] = e_now
+    # unique misses, numbered by first occurrence
+    miss_occ = np.flatnonzero(kinds == MISS)
+    miss_tokens = tokens[miss_occ].astype(np.int64)
+    first_tokens, first = np.unique(miss_tokens, return_index=True)
+    by_first = np.argsort(first)
+    unique_tokens = first_tokens[by_first]            # unique_idx -> token
+    unique_src = values[miss_occ[first[by_first]]]    # unique_idx -> host location
+    m = int(unique_tokens.size)
+    for tok in unique_tokens:                         # the layout depends only on the token set
+        table_insert_reference(table, sigma, int(tok))
+    tagged = np.flatnonzero((table >> 32) == sigma)   # this call's entries: position of each token
+    by_token = np.argsort(table[tagged] & MASK32)
+    positions = tagged[by_token][np.searchsorted((table[tagged] & MASK32)[by_token], unique_tokens)]
+    index[positions] = (sigma << 32) | np.arange(m)
+    compact[:m] = positions
+    rank = np.empty(m, dtype=np.int64)
+    rank[by_first] = np.arange(m)
+    occ_u = rank[np.searchsorted(first_tokens, miss_tokens)]     # unique_idx of each miss
+    locations[miss_occ] = np.where(occ_u < cap, scratch[np.minimum(occ_u, cap - 1)], -2 - occ_u)
+    in_scratch = np.arange(min(m, cap))
+    copied = in_scratch[scratch[in_scratch] >= 0]
+    copy_items_reference(call.host_cache, call.device_buffer, unique_src[copied], scratch[copied],
+                         call.item_size_bytes)
+    if plan is not None:
+        plan[0][b, in_scratch] = np.where(scratch[in_scratch] >= 0, unique_src[in_scratch], -1)
+        plan[1][b, in_scratch] = np.where(scratch[in_scratch] >= 0, scratch[in_scratch], -1)
+    unique_idx = dict(zip(unique_tokens.tolist(), range(m)))
 
     # ---- commit: mode, admission, victims, promotion, hash, overflow fix-up
     overflow = m > cap
@@ -204,15 +251,10 @@ def request_reference(call: SpecCall, b: int) -> None:
     if not union_mode:
         if not overflow:
             ref[:hot] = 0
-        claimed = set()
-        for occ in range((steps - 1) * top_k, t):
-            tok = int(tokens[occ])
-            kind, val = classify_reference(tok, int(seq_lens[b * steps + steps - 1]), slot_tokens,
-                                           slot_locs, host_locs, hot, tail, bank0, bank1, degraded)
-            if kind == "hot":
-                ref[val] = e_now
-            elif kind == "miss" and unique_idx[tok] < cap:
-                claimed.add(unique_idx[tok])
+        last = slice((steps - 1) * top_k, t)          # the classification is still valid:
+        ref[values[last][kinds[last] == HOT]] = e_now    # the gather changed only ref
+        claimed = {unique_idx[int(tok)] for tok in tokens[last][kinds[last] == MISS]}
+        claimed = {u for u in claimed if u < cap}
         budget = hot if not overflow else max(0, hot - union_hits - n_over)
         for ordinal, u in enumerate(sorted(claimed)):
             compact[u] |= CLAIM_BIT | (ADMIT_BIT if ordinal < budget else 0)
@@ -252,19 +294,20 @@ def request_reference(call: SpecCall, b: int) -> None:
             else:
                 index[p] = (sigma << 32) | old_loc
                 src = int(host_locs[tok])
-                copy_item_reference(call.host_cache, call.device_buffer, src, old_loc, call.item_size_bytes)
+                copy_items_reference(call.host_cache, call.device_buffer, [src], [old_loc],
+                                     call.item_size_bytes)
                 if plan is not None:
                     plan[0][b, u], plan[1][b, u] = src, old_loc
             inserts.append((v << 32) | tok)
         elif u >= cap:
             index[p] = (sigma << 32) | UNRESOLVED
+            if plan is not None:
+                plan[0][b, u], plan[1][b, u] = -1, -1  # no victim: nothing copied
     degraded |= hash_insert_reference(bank0, bank1, inserts)
     if overflow:
-        for occ in range(t):
-            if locations[occ] <= -2:
-                p = int(compact[-2 - locations[occ]]) & COMPACT_POS_MASK
-                low = int(index[p]) & MASK32
-                locations[occ] = -1 if low == UNRESOLVED else low
+        direct = np.flatnonzero(locations <= -2)
+        low = index[compact[-2 - locations[direct]].astype(np.int64) & COMPACT_POS_MASK] & MASK32
+        locations[direct] = np.where(low == UNRESOLVED, -1, low)
     out[:] = locations
     scratch_state[0, COUNT_LAST * n + rid] = m
     scratch_state[0, COUNT_WORK * n + rid] = 0
@@ -278,7 +321,8 @@ def request_reference(call: SpecCall, b: int) -> None:
 def load_cache_to_device_buffer_spec_mla_reference(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
-        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None) -> None:
+        miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None,
+        checks="full") -> None:
     """NumPy oracle of the launcher (same keywords; NumPy arrays; mutates them in place).
 
     Shapes/dtypes: see the launcher. Written per request, per occurrence, for clarity.

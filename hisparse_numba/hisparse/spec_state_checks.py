@@ -1,0 +1,126 @@
+"""Value checks of the speculative state's calls: Python scalars, array arguments, and the
+device-side check of ``initialize_hisparse_spec_state``'s request indices.
+
+``check_int`` and ``check_array`` turn a wrong Python value into a ValueError (TypeError for a
+wrong type) naming the argument, before anything is allocated or written: integers are taken as
+they are (Python or NumPy integers), never coerced from floats, strings, bools or None.
+
+The initialiser indexes every state tensor with ``req_pool_indices[i]``, so each must be a request
+slot in ``[0, n)`` and no slot may appear twice (two blocks would reset and index the same request
+at once). That verdict needs the indices' values, which live on the device: one launch of
+``initialize_check_kernel`` (one thread per index, a bit per request slot, atomics into
+``device.check_flags``'s small flags buffer) and one read-back, instead of copying the indices to
+the host. ``initialize_checks_reference`` computes the same verdict in NumPy. Lessons 01, 03, 04
+and 08 build states that pass these checks.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+
+import numpy as np
+
+from .. import device
+from ..checks import fail
+from ..device import cuda, flag_bad_dev
+
+CHECK_THREADS = 128
+# conditions of the initialiser's check (device.check_flags)
+INIT_OUTSIDE, INIT_DUPLICATE = 0, 1
+
+
+def check_int(name: str, value, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int: a Python or NumPy integer (not a bool) in ``[low, high]``.
+
+    A float (even 16.0), inf, NaN, a string or None raises; nothing is rounded or parsed.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and not math.isfinite(value):
+            fail(f"{name} must be a finite integer, got {value!r}")
+        raise TypeError(f"{name} must be an integer (int or NumPy integer), got "
+                        f"{type(value).__name__} {value!r}")
+    v = int(value)
+    if low is not None and v < low:
+        fail(f"{name} must be >= {low}, got {v}")
+    if high is not None and v > high:
+        fail(f"{name} must be <= {high}, got {v}")
+    return v
+
+
+def is_array(a) -> bool:
+    return isinstance(a, np.ndarray) or (device.xp is not np and isinstance(a, device.xp.ndarray))
+
+
+def check_array(name: str, a, layout: str) -> None:
+    """TypeError unless ``a`` is a NumPy array or (on a GPU) a CuPy array."""
+    if not is_array(a):
+        raise TypeError(f"{name} must be an array of shape {layout}, got {type(a).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The initialiser's request indices: reference, kernel, verdict.
+
+def initialize_checks_reference(req_pool_indices, num_requests: int) -> list:
+    """``[(count, first), ...]`` as ``device.check_flags`` returns it: condition INIT_OUTSIDE
+    counts indices outside ``[0, n)`` (first = smallest position), INIT_DUPLICATE counts repeats
+    of a slot beyond its first (first = smallest repeated slot)."""
+    rids = np.asarray(req_pool_indices).astype(np.int64)
+    verdict = [(0, -1)] * device.CHECK_CONDITIONS
+    outside = np.flatnonzero((rids < 0) | (rids >= num_requests))
+    if outside.size:
+        verdict[INIT_OUTSIDE] = (int(outside.size), int(outside[0]))
+    inside = rids[(rids >= 0) & (rids < num_requests)]
+    slots, counts = np.unique(inside, return_counts=True)
+    if (counts > 1).any():
+        verdict[INIT_DUPLICATE] = (int((counts - 1).sum()), int(slots[counts > 1][0]))
+    return verdict
+
+
+@cuda.jit(device=True, inline=True)
+def claim_slot_dev(bits, slot):
+    """Set bit ``slot`` of ``bits`` (uint64 words); True when it was already set."""
+    bit = np.uint64(1) << np.uint64(slot & 63)
+    return (cuda.atomic.or_(bits, slot >> 6, bit) & bit) != 0
+
+
+@cuda.jit
+def initialize_check_kernel(req_pool_indices, num_requests, slot_bits, flags):
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if i >= req_pool_indices.shape[0]:
+        return
+    rid = req_pool_indices[i]
+    if rid < 0 or rid >= num_requests:
+        flag_bad_dev(flags, INIT_OUTSIDE, i)
+    elif claim_slot_dev(slot_bits, rid):
+        flag_bad_dev(flags, INIT_DUPLICATE, rid)
+
+
+@functools.lru_cache(maxsize=8)
+def slot_bits(num_slots: int):
+    """A bit per slot (uint64 words), zero; the caller clears it again before each check."""
+    return device.xp.zeros(max(1, -(-int(num_slots) // 64)), dtype=device.xp.uint64)
+
+
+def initialize_value_checks(req_pool_indices, num_requests: int, *, on_device: bool) -> None:
+    """Reject out-of-range or repeated request indices (ValueError naming req_pool_indices)."""
+    k = int(req_pool_indices.shape[0])
+    if k == 0:
+        return
+    if on_device:
+        bits = slot_bits(num_requests)
+        bits.fill(0)
+        verdict = device.check_flags(initialize_check_kernel, -(-k // CHECK_THREADS),
+                                     CHECK_THREADS, req_pool_indices, num_requests, bits)
+    else:
+        verdict = initialize_checks_reference(req_pool_indices, num_requests)
+    count, first = verdict[INIT_OUTSIDE]
+    if count:
+        value = int(device.to_host(req_pool_indices[first:first + 1])[0])
+        fail(f"req_pool_indices[{first}] = {value} is outside [0, {num_requests}) (the state's "
+             f"request slots); {count} entries are")
+    count, first = verdict[INIT_DUPLICATE]
+    if count:
+        fail(f"req_pool_indices holds request slot {first} more than once; the indices must be "
+             "distinct (each block resets the request it names)")
