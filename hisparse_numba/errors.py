@@ -545,6 +545,62 @@ CATALOGUE: list[Entry] = [
        "Fill the VerifyPlan with the plan launcher; size the canary buffer to the KV pool.", "13"),
     _e("kv-canary: plan.verify_prev_slot_indices[{k}]={v} is past canary_buf's {n} slots",
        "A predecessor slot past the canary buffer.", "Fill the VerifyPlan with the plan launcher.", "13"),
+    # speculative family: the device-side value checks (speculative/value_checks.py) and the state helpers
+    _e("req_pool_indices[{b}] = {rid} is outside [0, {n}) (the state's request slots)",
+       "A batch row names a request slot the speculative state does not have (or a negative one, "
+       "which would wrap to the last row).",
+       "Pass request slots in [0, state.scratch_locs.shape[0]).", "04"),
+    _e("req_pool_indices names request slot {rid} in more than one real batch row; the indices of real rows must be distinct (a row owns its request's state)",
+       "Two real rows would commit into the same request's CLOCK state, hash banks and scratch row "
+       "at once: a race.", "Give each real batch row its own request slot.", "08"),
+    _e("seq_lens[{i}] = {n} is outside [0, {width}] (host_cache_locs holds {width} positions per request)",
+       "A per-step sequence length that is negative or longer than host_cache_locs' rows: a token "
+       "below it would be looked up past the row.",
+       "Build seq_lens as prefix + step + 1 per step, within host_cache_locs.shape[1].", "04"),
+    _e("host_cache_locs[{rid}, {token}] = {loc} (selected by top_k_tokens[{b}, {s}, {k}]) is past the host pool: host_cache holds {items} items of item_size_bytes = {size}; {count} selected positions are",
+       "A selected miss would be copied from past the end of the host KV pool.",
+       "Keep host_cache_locs within the host pool (or -1 for a position not backed up).", "04"),
+    _e("state.scratch_locs[{rid}, {u}] = {loc} must be a device location in [0, {items}) (items of device_buffer): assign every request in the batch its landing zone before a call",
+       "A scratch entry the call would copy a miss into is -1 or past the device pool (a fresh "
+       "make_hisparse_spec_state holds -1 until landing zones are assigned).",
+       "Give each request its own scratch locations (make_hisparse_spec_state(..., scratch_locs=...)).",
+       "01"),
+    _e("device_buffer_locs[{rid}, {c}] = {loc} is past the device pool: device_buffer holds {items} items of item_size_bytes = {size} (-1 = no location)",
+       "A hot-slot or tail location past the device KV pool.",
+       "Keep device_buffer_locs within the device pool, -1 for an empty slot.", "04"),
+    _e("device location {loc} is held more than once among device_buffer_locs and state.scratch_locs of the requests in this call; hot slots, tail columns and scratch entries must own distinct locations (copies into one would race)",
+       "Two slots (or a slot and a scratch entry) share one physical row: a copy into one overwrites "
+       "the other, and promotion swaps would duplicate it.",
+       "Give every hot slot, tail column and scratch entry its own device row.", "08"),
+    _e("state.scratch_state row 0: the work / union-hit counters of request {rid} are not 0, which every call leaves them at; the state is corrupted (initialize_hisparse_spec_state resets a request)",
+       "The counters were not zeroed (e.g. scratch_state filled with -1 including row 0), or a "
+       "call was aborted midway.", "initialize_hisparse_spec_state for that request.", "01"),
+    _e("state.scratch_state row {row} holds {count} scratch-table entries tagged with the coming call's scratch epoch {sigma}; the state is corrupted (initialize_hisparse_spec_state resets a request)",
+       "The metadata row already looks full for the next call's epoch: inserting would probe "
+       "forever.", "initialize_hisparse_spec_state for that request.", "01"),
+    _e("state.cache_policy row {row} holds reference epochs outside [0, 2^{bits}); the state is corrupted (initialize_hisparse_spec_state resets a request)",
+       "A reference epoch wider than the packed CLOCK state's epoch field: ages would be wrong.",
+       "initialize_hisparse_spec_state for that request.", "01"),
+    _e("req_pool_indices[{i}] = {rid} is outside [0, {n}) (the state's request slots); {count} entries are",
+       "initialize_hisparse_spec_state was asked to reset a request slot the state does not have.",
+       "Pass request slots in [0, state.scratch_locs.shape[0]).", "04"),
+    _e("req_pool_indices holds request slot {rid} more than once; the indices must be distinct (each block resets the request it names)",
+       "Two blocks of the initialiser would reset the same request at once.",
+       "Pass each request slot once.", "04"),
+    _e("scratch_locs must hold integer device locations, got dtype {dtype}",
+       "make_hisparse_spec_state got scratch locations of a non-integer dtype.",
+       "Pass an integer array of device rows.", "01"),
+    _e("scratch_capacity ({cap}) must equal scratch_locs' width ({width})",
+       "make_hisparse_spec_state got both a capacity and scratch locations of another width.",
+       "Pass one of them, or make them agree.", "01"),
+    _e("checks must be \"full\" (check values on the device, the default) or \"shapes\" (shapes and dtypes only, for values validated upstream), got {value}",
+       "An unknown checks= mode.", "Use checks=\"full\" (default) or checks=\"shapes\".", "04"),
+    _e("{name} must be a device (CuPy) array, got {type}",
+       "A host array (or a Python object) where the kernel needs device memory.",
+       "Move it to the GPU with device.to_device (the host KV pool is device.host_cache_array).", "11"),
+    _e("{name} shares memory with {other}; an array the call writes must not overlap another argument",
+       "An output or state array aliases another argument: the kernel would read what it writes.",
+       "Give each argument its own buffer.", "08"),
 ]
 
 

@@ -60,10 +60,9 @@ def run(args) -> int:
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
         kw = spec_call(speculative_problem(batch))
-        cfg = sp.check_speculative(**kw, for_kernel=True)
-        kw.pop("item_size_bytes")
+        call = sp.check_speculative(**kw)
         rows.append(measure("speculative", batch, args.layers,
-                            lambda: sp.launch_unchecked(cfg, **kw), args.iters))
+                            lambda: sp.launch_unchecked(call), args.iters))
         w = Workload(batch, 2048, 4096, 512, 0.2, 1024)
         rows.append(measure("swap-in", batch, 1, lambda: si.launch_unchecked(w.calls[0], w.prepared[0]),
                             args.iters))

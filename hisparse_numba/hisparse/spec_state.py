@@ -57,6 +57,7 @@ CLAIM_BIT = 1 << 29
 ADMIT_BIT = 1 << 30
 HASH_DEGRADED = 1 << 31
 CLOCK_VICTIM_SAMPLES = 6
+COMMIT_CHUNK = 512              # union mode commits the misses 512 at a time, as sglang's commit block
 MAX_HOT_BUFFER_SIZE = 32768
 COUNT_LAST, COUNT_WORK, COUNT_UNION, COUNT_GEN = 0, 1, 2, 3
 INIT_THREADS = 256

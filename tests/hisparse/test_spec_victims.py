@@ -108,10 +108,41 @@ def test_approximate_mode_walks_and_settles_a_shared_slot():
     # E = 1, cursor 0; with H = 16, candidate(linear) = (linear + 1) % 16. Walks: u 0 -> [0];
     # direct-overflow u >= 2 -> [u - 2, u - 2 + 13 if < 16]. Round 1: u 0 and u 2 both propose
     # slot 1 (u 0 wins); u 5, u 6 reach stamped slots 4, 5 and their walks end; the others take
-    # slot u - 1. Round 2: u 2 goes on to linear 13 -> slot 14. Fallback in ring order: u 5 -> 0,
-    # u 6 -> 15.
+    # slot u - 1. Round 2: u 2 goes on to linear 13 -> slot 14. Fallback in Knuth-hash order from
+    # cursor + u * 2654435761 (= u + a mod 16 here): u 5 -> 5, 6, ... -> 15; u 6 -> 6, ... -> 0.
     assert [approximate_candidate(x, 1, hot) for x in (0, 13, 3, 4)] == [1, 14, 4, 5]
     got = run_checked(kw)
     tokens, rid = hot_tokens(got, hot)
-    assert tokens == [105, 100, 103, 104, 4, 5, 107, 108, 109, 110, 111, 112, 113, 114, 102, 106]
+    assert tokens == [106, 100, 103, 104, 4, 5, 107, 108, 109, 110, 111, 112, 113, 114, 102, 105]
     assert got["state.scratch_state"][0, rid] == 15
+
+
+def test_union_fallback_probes_in_knuth_hash_order():
+    hot, steps, top_k = 64, 2, 34
+    kw = make_spec_problem(batch=1, steps=steps, top_k=top_k, hot=hot, tail=0, max_positions=512)
+    # the odd slots are hit (E = 1, cursor 0); misses 100 and 101 (u 0, 1), union mode (2 + 32 <= 64).
+    # u 0 samples positions 0 10 20 32 42 52: all unstamped, equal ages, the first (slot 0) wins.
+    # u 1 samples 1 11 21 33 43 53: all hit -> fallback from (0 + 1 * 2654435761) mod 2^32 mod 64
+    # = 49 (hit), then 49 + 49 = 98 -> 34: slot 34 (ring order from the cursor would give slot 2).
+    row = list(range(1, 64, 2)) + [100, 101]
+    set_selection(kw, np.array([[row, row]]), np.full(steps, 512))
+    got = run_checked(kw)
+    tokens, _ = hot_tokens(got, hot)
+    evicted = [s for s in range(hot) if tokens[s] != s]
+    assert evicted == [0, 34]
+    assert {tokens[0], tokens[34]} == {100, 101}
+
+
+def test_union_misses_over_one_commit_chunk():
+    """600 misses: the commit takes them 512 at a time; the second chunk's samples see the
+    first chunk's fallback stamps (kernel == reference on every array)."""
+    hot, steps, top_k = 1024, 2, 512
+    kw = make_spec_problem(batch=1, steps=steps, top_k=top_k, hot=hot, tail=0, max_positions=4096)
+    rng = np.random.default_rng(3)
+    hits = rng.choice(hot, 300, replace=False)
+    misses = rng.choice(np.arange(hot, 4096), 600, replace=False)
+    step0 = np.concatenate([misses[:300], hits[:212]])
+    step1 = np.concatenate([misses[300:], hits[212:], hits[:124]])
+    set_selection(kw, np.array([[rng.permutation(step0), rng.permutation(step1)]]), np.full(steps, 4096))
+    got = run_checked(kw)
+    assert got["state.scratch_state"][0, 0] == 600

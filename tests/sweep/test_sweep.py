@@ -2,10 +2,10 @@
 
 import pytest
 
-from . import kv_canary, single_step
+from . import kv_canary, single_step, speculative
 from .harness import format_findings, sweep
 
-ENTRY_POINTS = [*single_step.ENTRY_POINTS, *kv_canary.ENTRY_POINTS]
+ENTRY_POINTS = [*single_step.ENTRY_POINTS, *speculative.ENTRY_POINTS, *kv_canary.ENTRY_POINTS]
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS, ids=[e.name for e in ENTRY_POINTS])

@@ -43,9 +43,10 @@ reference follows the same definitions, so kernel == reference on every output a
   ``(E - ref) mod 2^bits`` (first on ties). In approximate mode miss ``u`` walks
   ``approximate_candidate(linear, E, H)`` for ``linear = u, u + m, ... < H`` (``u - cap`` and
   ``m - cap`` for a direct-overflow miss) and claims the first slot not stamped E; misses that
-  want the same slot settle it in rounds, the smallest ``unique_idx`` first. The ones left
-  without a victim take, in ``unique_idx`` order, the slots not stamped E in ring order from the
-  cursor (prefix scans over both lists).
+  want the same slot settle it in rounds, the smallest ``unique_idx`` first. A miss left
+  without a victim probes the ring in Knuth-hash order from ``cursor + u * 2654435761`` (mod 2^32,
+  mod H) and takes the first slot not stamped E, in ``unique_idx`` order; union mode takes the
+  misses 512 at a time (sample, then that chunk's fallbacks), as sglang's commit block does.
 * Approximate-mode admission: last-step misses with ``unique_idx < capacity`` are claimed; the
   first ``budget`` of them in ``unique_idx`` order are admitted.
 * Hash inserts: rounds in ordinal order (``spec_state.py`` docstring).

@@ -16,14 +16,28 @@ import numpy as np
 from ...blockscan import block_exclusive_scan
 from ...device import cuda, jit_kernel
 from ...itemcopy import copy_item, copy_items_flat
-from ..spec_hash import MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
-from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
-                          COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED,
+from ..spec_hash import KNUTH, MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
+from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
+                          COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED,
                           approximate_candidate_dev, cursor_bits, epoch_bits, next_epoch_dev,
                           next_sigma_dev, pack_clock_dev, pack_generation_dev)
 from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MISS, NO_OCCURRENCE, NUMBERED,
                          PROPOSED, TAIL, claim_token_dev, classify_dev, load_coherent_dev,
                          publish_dev, table_find_dev, table_insert_dev, wait_for_tiles_dev)
+
+
+@cuda.jit(device=True)
+def fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now):
+    """Miss ``u``'s fallback: the first slot not stamped E in Knuth-hash order from
+    ``cursor + u * KNUTH`` (mod 2^32, mod H), stamped E; -1 if none (reference:
+    ``fallback_victim_reference``)."""
+    start = ((cursor + u * KNUTH) & MASK32) % hot
+    for a in range(hot):
+        slot = ((start + a * KNUTH) & MASK32) % hot
+        if cache_policy[row, slot] != e_now:
+            cache_policy[row, slot] = e_now
+            return slot
+    return -1
 
 
 @functools.cache
@@ -115,26 +129,50 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                 count += 1
         base, num_victims = block_exclusive_scan(scan, count, tid, tile)
         if union_mode:
-            # sampled CLOCK: miss u samples its own partition of the ring (disjoint between misses)
-            i = base
-            for u in range(u0, u1):
-                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
-                    partition_size = (hot - 1 - u) // num_misses + 1
-                    sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
-                    best = -1
-                    best_age = np.int64(-1)
-                    for sample in range(sample_count):
-                        slot = (cursor + u + (sample * partition_size // sample_count) * num_misses) % hot
-                        r = np.int64(load_coherent_dev(cache_policy, (row, slot)))
-                        if r != e_now:
-                            age = (e_now - r) & emask
-                            if age > best_age:
-                                best = slot
-                                best_age = age
-                    victims[i] = best
-                    if best >= 0:
-                        cache_policy[row, best] = e_now
-                    i += 1
+            # sampled CLOCK, COMMIT_CHUNK misses at a time as in sglang's commit block: miss u
+            # samples its own partition of the ring (disjoint between misses); then thread 0 runs
+            # the chunk's fallbacks (aux[u] = victim ordinal, -1 when u has its victim), whose
+            # stamps the next chunk's samples see
+            lo = np.int64(0)
+            while lo < num_misses:
+                hi = min(lo + COMMIT_CHUNK, num_misses)
+                if tid == 0:
+                    flag[1] = 0
+                cuda.syncthreads()
+                i = base
+                for u in range(u0, u1):
+                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                        if u >= lo and u < hi:
+                            partition_size = (hot - 1 - u) // num_misses + 1
+                            sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
+                            best = -1
+                            best_age = np.int64(-1)
+                            for sample in range(sample_count):
+                                slot = (cursor + u + (sample * partition_size // sample_count)
+                                        * num_misses) % hot
+                                r = np.int64(load_coherent_dev(cache_policy, (row, slot)))
+                                if r != e_now:
+                                    age = (e_now - r) & emask
+                                    if age > best_age:
+                                        best = slot
+                                        best_age = age
+                            victims[i] = best
+                            aux[u] = -1
+                            if best >= 0:
+                                cache_policy[row, best] = e_now
+                            else:
+                                aux[u] = i
+                                flag[1] = 1
+                        i += 1
+                    elif u >= lo and u < hi:
+                        aux[u] = -1
+                cuda.syncthreads()
+                if flag[1] != 0 and tid == 0:
+                    for u in range(lo, hi):
+                        if aux[u] >= 0:
+                            victims[aux[u]] = fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now)
+                cuda.syncthreads()
+                lo = hi
         else:
             # approximate mode: walks in rounds. aux[i] is where miss i's walk stands (-1: ended).
             # A proposal writes PROPOSED + unique_idx into the slot's epoch with atomic.min, so the
@@ -182,33 +220,26 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                                 victims[i] = slot
                                 cache_policy[row, slot] = e_now
                         i += 1
-        cuda.syncthreads()
-        # fallback: the k-th miss without a victim takes the k-th unstamped slot in ring order
-        fcount = 0
-        for i in range(base, base + count):
-            if victims[i] < 0:
-                fcount += 1
-        fbase, nfall = block_exclusive_scan(scan, fcount, tid, tile)
-        for i in range(base, base + count):
-            if victims[i] < 0:
-                aux[fbase] = i
-                fbase += 1
-        cuda.syncthreads()
-        if nfall > 0:
-            r0, r1 = thread_range_dev(hot, tid, tile)
-            free = 0
-            for r in range(r0, r1):
-                if load_coherent_dev(cache_policy, (row, (cursor + r) % hot)) != e_now:
-                    free += 1
-            rank, _ = block_exclusive_scan(scan, free, tid, tile)
-            for r in range(r0, r1):
-                slot = (cursor + r) % hot
-                if load_coherent_dev(cache_policy, (row, slot)) != e_now:
-                    if rank < nfall:
-                        victims[aux[rank]] = slot
-                        cache_policy[row, slot] = e_now
-                    rank += 1
             cuda.syncthreads()
+            # fallback: thread 0 probes for the misses whose walk ended, in unique_idx order
+            # (aux[u] = victim ordinal, -1 when u needs none)
+            if tid == 0:
+                flag[1] = 0
+            cuda.syncthreads()
+            i = base
+            for u in range(u0, u1):
+                aux[u] = -1
+                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                    if victims[i] < 0:
+                        aux[u] = i
+                        flag[1] = 1
+                    i += 1
+            cuda.syncthreads()
+            if flag[1] != 0 and tid == 0:
+                for u in range(num_misses):
+                    if aux[u] >= 0:
+                        victims[aux[u]] = fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now)
+        cuda.syncthreads()
         # apply: zero-copy promotion or in-place direct overflow; erase the evicted tokens
         i = base
         for u in range(u0, u1):

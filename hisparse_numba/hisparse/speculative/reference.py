@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec_hash import MASK32, h0, h1, hash_erase_reference, hash_insert_reference, knuth_hash
-from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, COUNT_GEN,
-                          COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED, approximate_candidate,
+from ..spec_hash import KNUTH, MASK32, h0, h1, hash_erase_reference, hash_insert_reference, knuth_hash
+from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
+                          COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED, approximate_candidate,
                           cursor_bits, epoch_bits, next_epoch, next_sigma, pack_clock,
                           pack_generation)
 from .checks import SpecCall, check_speculative
@@ -146,6 +146,23 @@ def union_victim_reference(ref, i, miss_count, cursor, hot, e_now, ebits) -> int
     return best
 
 
+def fallback_victim_reference(ref, u, cursor, hot, e_now) -> int:
+    """The fallback of miss ``u`` (left without a victim): probe the ring in Knuth-hash order,
+    ``start = (cursor + u * KNUTH) mod 2^32 mod H``, then ``(start + a * KNUTH) mod 2^32 mod H``
+    for ``a = 0, 1, ...``, and take (stamp E) the first slot not stamped E; -1 if none.
+
+    sglang runs these probes concurrently with CAS. For a power-of-two H every probe sequence is
+    a suffix of one permutation of the ring (``cursor + n * KNUTH``), i.e. linear probing, so the
+    set of slots taken does not depend on the order; the reference takes increasing ``u``."""
+    start = ((cursor + u * KNUTH) & MASK32) % hot
+    for a in range(hot):
+        slot = ((start + a * KNUTH) & MASK32) % hot
+        if ref[slot] != e_now:
+            ref[slot] = e_now
+            return slot
+    return -1
+
+
 def approximate_walk(u, miss_count, cap) -> tuple:
     """(first linear index, stride) of miss ``u``'s approximate-mode walk: ``unique_idx`` and
     ``miss_count``, counted from ``cap`` for a direct-overflow miss."""
@@ -267,18 +284,24 @@ def request_reference(call: SpecCall, b: int) -> None:
     need = [u for u in range(m) if needs_victim(u)]
     num_victims = len(need)
     if union_mode:
-        victims = [union_victim_reference(ref, u, m, cursor, hot, e_now, ebits) for u in need]
-        for v in victims:
-            if v >= 0:
-                ref[v] = e_now
+        # chunk by chunk, as sglang's commit block: sample, then the chunk's fallbacks, whose
+        # stamps the next chunk's samples see
+        victims = [-1] * num_victims
+        for lo in range(0, m, COMMIT_CHUNK):
+            chunk = [i for i, u in enumerate(need) if lo <= u < lo + COMMIT_CHUNK]
+            for i in chunk:
+                victims[i] = union_victim_reference(ref, need[i], m, cursor, hot, e_now, ebits)
+            for i in chunk:
+                if victims[i] >= 0:
+                    ref[victims[i]] = e_now
+            for i in chunk:
+                if victims[i] < 0:
+                    victims[i] = fallback_victim_reference(ref, need[i], cursor, hot, e_now)
     else:
         victims = approximate_victims_reference(ref, need, m, cap, hot, e_now)
-    fallback = [i for i in range(num_victims) if victims[i] < 0]
-    if fallback:
-        free = [(cursor + r) % hot for r in range(hot) if ref[(cursor + r) % hot] != e_now]
-        for i, slot in zip(fallback, free):
-            victims[i] = slot
-            ref[slot] = e_now
+        for i in range(num_victims):
+            if victims[i] < 0:
+                victims[i] = fallback_victim_reference(ref, need[i], cursor, hot, e_now)
     inserts = []
     for i, u in enumerate(need):
         v = victims[i]
