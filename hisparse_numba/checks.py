@@ -1,20 +1,38 @@
-"""Argument checks shared by every launcher and reference.
+"""The one argument-check vocabulary: every launcher and reference of every family checks with it.
 
-Each check raises ``ValueError`` and runs before anything is launched or written, so a
-rejected call leaves every buffer of the caller byte-identical. Messages that sglang has
-are kept verbatim (see ``hisparse_numba.errors``); the others name the argument, what it
-is, and what was expected.
+Each check runs before anything is launched or written, so a rejected call leaves every buffer of
+the caller byte-identical. A wrong Python type is a ``TypeError``, a wrong value, shape or dtype a
+``ValueError``; both name the argument. Messages that sglang has are kept verbatim (see
+``hisparse_numba.errors``); the others name the argument, what it is, and what was expected.
+Checks that take ``prefix`` open their message with it: kv-canary passes ``CANARY_PREFIX``, as
+sglang's kv-canary messages open with ``kv-canary:``.
+
+* Python types: :func:`require_array` (an array: NumPy, CuPy or a ``host_cache_array``),
+  :func:`check_int` (a Python or NumPy integer, never a bool, float or string: ``16.5``, ``inf``
+  and ``'16'`` are rejected, not coerced; optionally in a range), :func:`check_flag` (a bool, or 0
+  and 1), :func:`check_mode` (``checks="full"`` or ``"shapes"``).
+* Arrays: :func:`check_array` (dtype, ndim or shape, C-contiguous), :func:`check_dtype`,
+  :func:`check_dtype_in`, :func:`check_ndim`, :func:`check_inner_contiguous`,
+  :func:`agreed_rows` (arrays that share a row count), :func:`check_no_overlap` (an array the call
+  writes shares no byte with another argument).
+* Copies: :func:`check_block_size`, :func:`check_item_copy` (the 16-byte rule),
+  :func:`check_item_buffer`, :func:`check_miss_plan` (sglang's plan checks, in its order).
+* Device value checks: :func:`claim_epoch` (a row-claim table that is never cleared) and
+  :func:`raise_first` (the message of the first condition a check kernel flagged).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import device
 from .device import data_address
 
 ALIGN_BYTES = 16
 ALIGNMENT_MESSAGE = "The pointers must be multiple of 16 bytes."
 CANARY_PREFIX = "kv-canary: "  # opens every kv-canary message, as in sglang
+CHECK_MODES = ("full", "shapes")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def fail(message: str) -> None:
@@ -51,17 +69,16 @@ def check_ndim(name: str, a, ndim: int, layout: str) -> None:
         fail(f"{name} must have shape {layout}, got {describe(a)}")
 
 
-def check_canary_array(name: str, a, dtype, *, shape=None, ndim=None) -> None:
-    """kv-canary's array check: ``dtype``, then ``ndim`` dimensions or exactly ``shape``, then
-    C-contiguous; its messages open with ``kv-canary:`` as sglang's do."""
+def check_array(name: str, a, dtype, *, shape=None, ndim=None, prefix: str = "") -> None:
+    """``a`` has ``dtype``, then ``ndim`` dimensions or exactly ``shape``, then is C-contiguous."""
     if np.dtype(a.dtype) != np.dtype(dtype):
-        fail(f"{CANARY_PREFIX}{name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
+        fail(f"{prefix}{name} must have dtype {np.dtype(dtype).name}, got {describe(a)}")
     if ndim is not None and a.ndim != ndim:
-        fail(f"{CANARY_PREFIX}{name} must be {ndim}-D, got {describe(a)}")
+        fail(f"{prefix}{name} must be {ndim}-D, got {describe(a)}")
     if shape is not None and tuple(a.shape) != tuple(shape):
-        fail(f"{CANARY_PREFIX}{name} must have shape {tuple(shape)}, got {describe(a)}")
+        fail(f"{prefix}{name} must have shape {tuple(shape)}, got {describe(a)}")
     if not a.flags.c_contiguous:
-        fail(f"{CANARY_PREFIX}{name} must be contiguous")
+        fail(f"{prefix}{name} must be contiguous")
 
 
 def check_block_size(block_size) -> None:
@@ -129,3 +146,163 @@ def check_miss_plan(miss_src, miss_dst, miss_count, *, batch: int, capacity: int
              f"the {capacity} entries a row may hold (a flat or reshaped buffer); allocate "
              "[batch, capacity] rows")
     return True
+
+
+# ------------------------------------------------------------------ Python types of the arguments
+
+def check_mode(checks, prefix: str = "") -> bool:
+    """``checks="full"`` (the default: value checks on the device) or ``"shapes"`` (shape and
+    dtype checks only, for callers that validated the values upstream). True for "full"."""
+    if not isinstance(checks, str) or checks not in CHECK_MODES:
+        fail(f'{prefix}checks must be "full" or "shapes", got {checks!r}')
+    return checks == "full"
+
+
+def check_int(name: str, value, low: int = INT64_MIN, high: int = INT64_MAX, prefix: str = "") -> int:
+    """``value`` as an ``int``: a Python or NumPy integer (never a bool, float or string) in
+    ``[low, high]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{prefix}{name} must be an integer, got {value!r} ({type(value).__name__})")
+    v = int(value)
+    if v < low or v > high:
+        fail(f"{prefix}{name} must be in [{low}, {high}], got {v}")
+    return v
+
+
+def check_flag(name: str, value, prefix: str = "") -> bool:
+    """``value`` as a ``bool``: True, False (or a NumPy bool, or the integers 0 and 1)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{prefix}{name} must be True or False, got {value!r} ({type(value).__name__})")
+
+
+_ARRAY_TYPES = (np.ndarray, device.xp.ndarray)
+_DEVICE_ARRAY = None if device.xp is np else device.xp.ndarray
+
+
+def is_array(a) -> bool:
+    """A NumPy or CuPy array, or anything with an array interface (a ``host_cache_array``)."""
+    if type(a) in _ARRAY_TYPES:
+        return True
+    return all(hasattr(a, attr) for attr in ("dtype", "shape", "ndim", "strides", "nbytes")) and (
+        hasattr(a, "__array_interface__") or hasattr(a, "__cuda_array_interface__"))
+
+
+def require_array(name: str, a, prefix: str = "") -> None:
+    """``a`` is an array (:func:`is_array`); anything else is a ``TypeError``."""
+    if not is_array(a):
+        raise TypeError(f"{prefix}{name} must be an array (NumPy, CuPy or a host_cache_array), "
+                        f"got {type(a).__name__}")
+
+
+# ------------------------------------------------------------------------ arrays of one call
+
+def agreed_rows(role: str, arrays: dict) -> int:
+    """The common ``shape[0]`` of ``arrays`` (name -> array, each at least 1-D); when they
+    disagree, the rows most of them have win and the message names the ones that differ."""
+    rows = {name: int(a.shape[0]) for name, a in arrays.items()}
+    counts = {}
+    for n in rows.values():
+        counts[n] = counts.get(n, 0) + 1
+    first = next(iter(rows.values()))
+    agreed = max(counts, key=lambda n: (counts[n], n == first))
+    odd = [name for name, n in rows.items() if n != agreed]
+    if odd:
+        name = odd[0]
+        others = ", ".join(k for k in rows if k not in odd)
+        fail(f"{name} has {rows[name]} rows, but {others} have {agreed} (the {role}); got "
+             f"{describe(arrays[name])}")
+    return agreed
+
+
+def _byte_span(a) -> tuple[int, int]:
+    """``[lo, hi)``: the bytes ``a`` touches (empty for an empty array)."""
+    lo = hi = int(a.data.ptr) if type(a) is _DEVICE_ARRAY else data_address(a)
+    for n, s in zip(a.shape, a.strides):
+        if n == 0:
+            return lo, lo
+        if s >= 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return lo, hi + np.dtype(a.dtype).itemsize
+
+
+def check_no_overlap(written: dict, read: dict, prefix: str = "") -> None:
+    """No array the call writes (``written``, name -> array or None) shares a byte with another
+    argument (``written`` or ``read``; a name in both counts as written); arrays of ``read`` may
+    share with each other. One address lookup per array, then a sweep over the spans sorted by
+    address."""
+    spans = []
+    for is_written, group in ((True, written), (False, read)):
+        for name, a in group.items():
+            if a is not None and (is_written or name not in written):
+                lo, hi = _byte_span(a)
+                if hi > lo:
+                    spans.append((lo, hi, is_written, name))
+    spans.sort(key=lambda span: span[0])
+    for i, (lo, hi, is_written, name) in enumerate(spans):
+        for lo2, _, is_written2, name2 in spans[i + 1:]:
+            if lo2 >= hi:
+                break
+            if is_written or is_written2:
+                w, other = (name, name2) if is_written else (name2, name)
+                fail(f"{prefix}{w} shares memory with {other}; the call writes {w}, so it must be a "
+                     "buffer of its own")
+
+
+# ------------------------------------------------------------------------ device value checks
+
+_claims = {}   # planes -> [table, epoch]
+
+
+def claim_epoch(rows: int, planes: int = 0):
+    """``(table, epoch)`` (``epoch`` an ``np.int32``) for one value check that claims rows
+    ``0..rows-1`` on the device.
+
+    A check kernel proves that rows are distinct by claiming each in an int32 table with this
+    call's epoch number (``cuda.atomic.exch``): a row whose previous value is already this epoch
+    is claimed twice. The table (``[rows]``, or ``[planes, rows]`` for ``planes`` independent
+    claims) is allocated once per size and never cleared between calls, so a check costs no
+    memset and no memory that grows with the values.
+    """
+    entry = _claims.get(planes)
+    size = entry[0].shape[-1] if entry else 0
+    if entry is None or size < rows or entry[1] >= 2**31 - 2:
+        shape = max(int(rows), size, 1)
+        table = device.xp.zeros(shape if planes == 0 else (planes, shape), dtype=np.int32)
+        entry = _claims[planes] = [table, 0]
+    entry[1] += 1
+    return entry[0], np.int32(entry[1])
+
+
+class FlagTally:
+    """The NumPy twin of a value-check kernel's flags: ``flag(condition, index, n)`` counts ``n``
+    offences of ``condition`` and keeps the smallest ``index``; ``verdict()`` is
+    ``[(count, first index), ...]`` per condition, as ``device.check_flags`` returns it."""
+
+    def __init__(self):
+        self.count = [0] * device.CHECK_CONDITIONS
+        self.first = [-1] * device.CHECK_CONDITIONS
+
+    def flag(self, condition: int, index: int, n=1) -> None:
+        if n:
+            self.count[condition] += int(n)
+            first = self.first[condition]
+            self.first[condition] = index if first < 0 else min(first, index)
+
+    def verdict(self) -> list:
+        return list(zip(self.count, self.first))
+
+
+def raise_first(verdict: list, messages: list) -> None:
+    """Raise the message of the first condition a value check flagged.
+
+    ``verdict[c] = (count, first)`` as ``device.check_flags`` returns it; ``messages[c](first)``
+    builds condition ``c``'s text (``None``: condition unused).
+    """
+    for (count, first), message in zip(verdict, messages):
+        if count and message is not None:
+            fail(message(first))

@@ -283,32 +283,23 @@ def _requested(command: str) -> bool:
     return bool(argv) and argv[0] == command
 
 
-def _warmup_args(p):
-    if _requested("warmup"):
-        from . import warmup
+def _numba_command(command: str, module: str):
+    """``(add arguments, run)`` of a subcommand whose ``module`` (with ``add_arguments(parser)``
+    and ``run(args)``) imports Numba: it is imported only when ``command`` is the one asked for."""
 
-        warmup.add_arguments(p)
+    def add_arguments(p):
+        if _requested(command):
+            importlib.import_module(module, __package__).add_arguments(p)
 
+    def run(args) -> int:
+        _device()
+        return importlib.import_module(module, __package__).run(args)
 
-def _warmup(args) -> int:
-    _device()
-    from . import warmup
-
-    return warmup.run(args)
-
-
-def _parity_args(p):
-    if _requested("parity"):
-        from .parity import command
-
-        command.add_arguments(p)
+    return add_arguments, run
 
 
-def _parity(args) -> int:
-    _device()
-    from .parity import command
-
-    return command.run(args)
+_warmup_args, _warmup = _numba_command("warmup", ".warmup")
+_parity_args, _parity = _numba_command("parity", ".parity.command")
 
 
 # name -> (help, add arguments, run)

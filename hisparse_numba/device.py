@@ -529,6 +529,15 @@ def flag_bad_dev(flags, condition, index):
     cuda.atomic.min(flags, 2 * condition + 1, index)
 
 
+@cuda.jit(device=True, inline=True)
+def block_fill_dev(a, n, value, tid, num_threads):
+    """``a[0:n] = value``, the ``num_threads`` threads of a block striding over it (no barrier)."""
+    i = tid
+    while i < n:
+        a[i] = value
+        i += num_threads
+
+
 @functools.cache
 def _flag_buffers():
     init = np.zeros(2 * CHECK_CONDITIONS, dtype=np.int64)
@@ -642,6 +651,7 @@ __all__ = [
     "byte_words",
     "capture_graph",
     "check_flags",
+    "block_fill_dev",
     "current_stream",
     "flag_bad_dev",
     "kernel_cache_dir",

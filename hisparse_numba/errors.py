@@ -482,7 +482,7 @@ CATALOGUE: list[Entry] = [
        "positions or out_cache_loc (or an expected tensor) of another length than input_ids.",
        "Slice all per-token tensors to the same length.", "12"),
     # ------------------------------------------- kv-canary: types, scalars and device value checks
-    _e("kv-canary: {name} must be an array, got {type_name}",
+    _e("kv-canary: {name} must be an array (NumPy, CuPy or a host_cache_array), got {type_name}",
        "A Python list, None, a scalar or a string where the launcher needs an array.",
        "Pass a NumPy array in the simulator, a CuPy array on a GPU.", "12"),
     _e("kv-canary: {name} must be an integer, got {got}",
@@ -492,9 +492,9 @@ CATALOGUE: list[Entry] = [
        "An integer argument outside the range the kernels support.", "Pass a value in the range.", "12"),
     _e("kv-canary: {name} must be True or False, got {got}",
        "A flag given as something other than True/False (or 0/1).", "Pass a bool.", "12"),
-    _e("kv-canary: checks must be 'full' or 'shapes', got {got}",
+    _e('kv-canary: checks must be "full" or "shapes", got {got}',
        "An unknown checks mode.", "Use checks='full' (default) or checks='shapes' (values validated upstream).", "12"),
-    _e("kv-canary: {name} must not share memory with {other}",
+    _e("kv-canary: {name} shares memory with {other}; the call writes {name2}, so it must be a buffer of its own",
        "An array the launch writes overlaps another array of the call: the kernel would read what it "
        "writes elsewhere, or two outputs would race.", "Pass separate buffers (allocate plans and "
        "contexts with their allocate helpers).", "12"),

@@ -10,8 +10,8 @@ Numba has no 16-byte load, so threads move 8-byte words. Reads of the host pool 
 (about a microsecond each), so both functions issue several independent loads before the
 first store: the more reads in flight, the closer a kernel gets to the PCIe floor.
 
-* ``copy_item``: a group of lanes (a warp-sized group, in practice) copies ONE item.
-* ``copy_items_flat``: a whole block copies a LIST of items; the block walks the flattened
+* ``copy_item_dev``: a group of lanes (a warp-sized group, in practice) copies ONE item.
+* ``copy_items_flat_dev``: a whole block copies a LIST of items; the block walks the flattened
   (item, word) space, so consecutive threads read consecutive words (coalesced) whatever
   the item size.
 
@@ -22,7 +22,7 @@ from .device import cuda
 
 
 @cuda.jit(device=True, inline=True)
-def copy_item(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
+def copy_item_dev(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
     """Copy item ``src_loc`` of ``src_words`` to item ``dst_loc`` of ``dst_words``.
 
     ``num_lanes`` threads call this together with ``lane`` in ``[0, num_lanes)``; lane ``l``
@@ -52,7 +52,7 @@ def copy_item(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_
 
 
 @cuda.jit(device=True, inline=True)
-def copy_items_flat(src_words, src_locs, src_off, dst_words, dst_locs, dst_off, count,
+def copy_items_flat_dev(src_words, src_locs, src_off, dst_words, dst_locs, dst_off, count,
                     words_per_item, tid, num_threads):
     """``num_threads`` threads copy items ``m < count``: ``src_locs[src_off + m]`` of
     ``src_words`` to ``dst_locs[dst_off + m]`` of ``dst_words``.
@@ -91,3 +91,8 @@ def copy_items_flat(src_words, src_locs, src_off, dst_words, dst_locs, dst_off, 
         dst_words[dst_locs[dst_off + m] * words_per_item + w] = \
             src_words[src_locs[src_off + m] * words_per_item + w]
         g += num_threads
+
+
+# TEMPORARY: removed by the integrator (the speculative files still import the old names)
+copy_item = copy_item_dev
+copy_items_flat = copy_items_flat_dev

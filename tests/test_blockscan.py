@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.blockscan import block_exclusive_scan
+from hisparse_numba.blockscan import block_exclusive_scan_dev
 from hisparse_numba.device import cuda
 from tests.conftest import ON_GPU
 
@@ -14,9 +14,9 @@ from tests.conftest import ON_GPU
 def _scan_kernel(values, prefix, totals):
     scan = cuda.shared.array(1024, np.int64)
     tid = cuda.threadIdx.x
-    before, total = block_exclusive_scan(scan, values[tid], tid, cuda.blockDim.x)
+    before, total = block_exclusive_scan_dev(scan, values[tid], tid, cuda.blockDim.x)
     prefix[tid] = before
-    before, again = block_exclusive_scan(scan, values[tid] + 1, tid, cuda.blockDim.x)  # reuse at once
+    before, again = block_exclusive_scan_dev(scan, values[tid] + 1, tid, cuda.blockDim.x)  # reuse at once
     if tid == 0:
         totals[0] = total
         totals[1] = again

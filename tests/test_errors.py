@@ -18,6 +18,8 @@ RAISERS = {"fail", "ValueError", "RuntimeError", "TypeError"}
 # misses"), not for a caller's mistake: there only fail()/ValueError count.
 SELF_CHECK_DIRS = {"bench", "lessons", "parity"}
 SAMPLE = "7"  # what each {placeholder} of a raise site becomes in the rendered message
+PREFIX = "\0prefix\0"  # a check's ``prefix`` argument: rendered once per prefix the package passes
+PREFIXES = ("", "kv-canary: ")
 
 
 def _constants(tree) -> dict[str, str]:
@@ -45,6 +47,8 @@ def _render(node, constants):
                 parts.append(str(value.value))
             elif isinstance(value.value, ast.Name) and value.value.id in constants:
                 parts.append(constants[value.value.id])
+            elif isinstance(value.value, ast.Name) and value.value.id == "prefix":
+                parts.append(PREFIX)
             else:
                 parts.append(SAMPLE)
         return "".join(parts)
@@ -58,7 +62,8 @@ def _render(node, constants):
 def raised_messages() -> list[tuple[str, str]]:
     """``(where, message)`` for every message the package can raise.
 
-    Sources: the first argument of ``fail``/``ValueError``/``RuntimeError``/``TypeError``,
+    Sources: the first argument of ``fail``/``ValueError``/``RuntimeError``/``TypeError`` (a
+    ``{prefix}`` in it, a shared check's message prefix, once per prefix in ``PREFIXES``),
     keyword arguments named ``*_message`` (messages handed to a shared check), the returns
     of ``*_message`` functions and module constants named ``*MESSAGE``. Arguments that are
     only a variable (``fail(message)``) are covered at their origin.
@@ -88,7 +93,8 @@ def raised_messages() -> list[tuple[str, str]]:
             text = _render(arg, constants)
             if text is None or text.strip() in ("", SAMPLE):
                 continue
-            found.append((f"{where}:{lineno}", text))
+            found.extend((f"{where}:{lineno}", text.replace(PREFIX, p)) for p in dict.fromkeys(
+                PREFIXES if PREFIX in text else ("",)))
     return found
 
 

@@ -18,7 +18,7 @@ import time
 
 from .. import device
 from ..device import cuda
-from ..itemcopy import copy_items_flat
+from ..itemcopy import copy_items_flat_dev
 
 HOLD_MS_PER_CALL = 1.0
 
@@ -112,7 +112,7 @@ ZERO_COPY_BLOCKS_PER_SM = 8
 
 @cuda.jit
 def zero_copy_gather_kernel(src_words, src_locs, dst_words, dst_locs, words_per_item):
-    copy_items_flat(src_words, src_locs, 0, dst_words, dst_locs, 0, src_locs.shape[0],
+    copy_items_flat_dev(src_words, src_locs, 0, dst_words, dst_locs, 0, src_locs.shape[0],
                     words_per_item, cuda.grid(1), cuda.gridsize(1))
 
 
@@ -121,7 +121,7 @@ def zero_copy_gather_ms(host_cache, device_buffer, src_locs, dst_locs, item_size
     """GPU milliseconds to copy host items ``src_locs`` to device rows ``dst_locs``, no decisions.
 
     The whole GPU walks the flattened (item, word) space with four 8-byte loads in flight per
-    thread (``itemcopy.copy_items_flat``), 8 blocks of 256 threads per SM: the fastest of the
+    thread (``itemcopy.copy_items_flat_dev``), 8 blocks of 256 threads per SM: the fastest of the
     grids and load widths tried on the H200 (16-byte loads and TMA bulk copies were not faster).
     src_locs, dst_locs: ``[n]`` int64 device arrays, ``dst_locs`` distinct.
     """

@@ -3,7 +3,7 @@
 Read in this order: ``gather`` (moving items host -> device; its checks in ``gather_checks``),
 ``swap_in`` (the single-step LRU swap-in; its checks in ``swap_in_checks``, the position hash in
 ``swap_in_hash``), ``planned_copy`` (replaying its miss plan into other layers; its checks in
-``planned_copy_checks``; ``call_checks`` holds the argument checks the three share), ``miss_plan``
+``planned_copy_checks``; the argument checks the three share are ``hisparse_numba.checks``), ``miss_plan``
 (sizing a plan), ``spec_hash``, ``spec_state`` and ``speculative/`` (the multi-step swap-in of
 speculative decoding). Each launcher is ``check_<family>(...)`` (the accepted call) then its
 module's ``launch_unchecked(call)``. The behaviour: ``docs/hisparse-single-step.md`` and

@@ -5,7 +5,7 @@ of the device buffer. This is the byte movement at the heart of every swap-in, w
 decisions about *which* items to move (those are ``swap_in.py`` and ``speculative.py``).
 
 Launch geometry: one 32-thread group per pair, ``GROUPS_PER_BLOCK`` groups per block; a group
-moves its item in 16-byte chunks (``itemcopy.copy_item``). The host pool is read zero-copy over
+moves its item in 16-byte chunks (``itemcopy.copy_item_dev``). The host pool is read zero-copy over
 PCIe when it is a ``device.host_cache_array``.
 
 Read top-down: the NumPy reference, the kernel, the launchers (``launch_unchecked(call)`` launches
@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import device
 from ..device import cuda
-from ..itemcopy import copy_item
+from ..itemcopy import copy_item_dev
 from .gather_checks import GatherCall, check_gather, gather_flags_reference, raise_gather_flags
 
 LANES = 32
@@ -47,7 +47,7 @@ def gather_to_hot_buffer_reference(*, host_cache, device_buffer, src_locs, dst_l
 def gather_kernel(src_words, dst_words, src_locs, dst_locs, words_per_item):
     group = cuda.blockIdx.x * GROUPS_PER_BLOCK + cuda.threadIdx.x // LANES
     if group < src_locs.shape[0]:
-        copy_item(src_words, src_locs[group], dst_words, dst_locs[group],
+        copy_item_dev(src_words, src_locs[group], dst_words, dst_locs[group],
                   words_per_item, cuda.threadIdx.x % LANES, LANES)
 
 

@@ -14,9 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import check_dtype, check_item_buffer, check_item_copy, check_ndim, fail
+from ..checks import (check_dtype, check_int, check_item_buffer, check_item_copy, check_mode, check_ndim,
+                      check_no_overlap, claim_epoch, fail, require_array)
 from ..device import cuda, flag_bad_dev
-from .call_checks import check_array, check_int, check_mode, check_no_overlap, claim_epoch
 
 SOURCE_OUT_OF_POOL, DESTINATION_OUT_OF_POOL, DESTINATION_TWICE = 0, 1, 2
 CHECK_BLOCK = 32 if device.SIMULATOR else 256   # the simulator runs each thread as a Python thread
@@ -81,20 +81,15 @@ def gather_value_flags(src_locs, dst_locs, host_items: int, device_items: int) -
 def raise_gather_flags(flags, call: GatherCall) -> None:
     """The ``ValueError`` of the first failed condition (reads the offending entry back)."""
     item = call.item_size_bytes
-    count, i = flags[SOURCE_OUT_OF_POOL]
-    if count:
-        src = int(device.to_host(call.src_locs[i:i + 1])[0])
-        if src < 0:
-            fail("src_locs and dst_locs must be >= 0 (a -1 location has no item)")
-        fail(f"host_cache holds {call.host_cache.nbytes} bytes, but src_locs[{i}] = {src} needs "
-             f"item {src} of {item} bytes")
-    count, i = flags[DESTINATION_OUT_OF_POOL]
-    if count:
-        dst = int(device.to_host(call.dst_locs[i:i + 1])[0])
-        if dst < 0:
-            fail("src_locs and dst_locs must be >= 0 (a -1 location has no item)")
-        fail(f"device_buffer holds {call.device_buffer.nbytes} bytes, but dst_locs[{i}] = {dst} needs "
-             f"item {dst} of {item} bytes")
+    for condition, pool, locs in ((SOURCE_OUT_OF_POOL, "host_cache", "src_locs"),
+                                  (DESTINATION_OUT_OF_POOL, "device_buffer", "dst_locs")):
+        count, i = flags[condition]
+        if count:
+            loc = int(device.to_host(getattr(call, locs)[i:i + 1])[0])
+            if loc < 0:
+                fail("src_locs and dst_locs must be >= 0 (a -1 location has no item)")
+            fail(f"{pool} holds {getattr(call, pool).nbytes} bytes, but {locs}[{i}] = {loc} needs "
+                 f"item {loc} of {item} bytes")
     if flags[DESTINATION_TWICE][0]:
         fail("dst_locs must be distinct: two items copied to one row race")
 
@@ -109,7 +104,7 @@ def check_gather(*, host_cache, device_buffer, src_locs, dst_locs, item_size_byt
     full = check_mode(checks)
     for name, a in (("host_cache", host_cache), ("device_buffer", device_buffer),
                     ("src_locs", src_locs), ("dst_locs", dst_locs)):
-        check_array(name, a)
+        require_array(name, a)
     item = check_int("item_size_bytes", item_size_bytes)
     for name, locs in (("src_locs", src_locs), ("dst_locs", dst_locs)):
         check_ndim(name, locs, 1, "[n]")

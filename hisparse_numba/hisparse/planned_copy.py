@@ -10,7 +10,7 @@ past the current batch hold stale entries).
 Launch geometry: ``num_blocks`` blocks of ``block_size`` threads form
 ``T = num_blocks * block_size / 32`` groups of 32 lanes. The entries ``(r, m)`` in row-major
 order get a flat index ``g``; group ``w`` copies exactly the entries with ``g % T == w`` (a
-bijection: every entry is copied once), each item with ``itemcopy.copy_item``.
+bijection: every entry is copied once), each item with ``itemcopy.copy_item_dev``.
 
 Read top-down: the NumPy reference, the kernel, the launchers (``launch_unchecked(call)`` launches
 a :class:`PlannedCopyCall` that ``check_planned_copy`` accepted, in ``planned_copy_checks.py``;
@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import device
 from ..device import cuda
-from ..itemcopy import copy_item
+from ..itemcopy import copy_item_dev
 from .planned_copy_checks import (NUM_REAL_VALUE, PlannedCopyCall, check_planned_copy,
                                   planned_copy_flags_reference, raise_planned_copy_flags)
 
@@ -68,7 +68,7 @@ def planned_copy_kernel(skip_io: bool):
             m = (group - start + groups) % groups  # this group's first entry of row r
             while m < count:
                 if not skip_io:
-                    copy_item(host_words, miss_src[r, m], device_words, miss_dst[r, m],
+                    copy_item_dev(host_words, miss_src[r, m], device_words, miss_dst[r, m],
                               words_per_item, lane, LANES)
                 m += groups
             start = (start + count) % groups

@@ -21,10 +21,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import (check_block_size, check_item_buffer, check_item_copy, check_miss_plan, describe,
-                      fail)
+from ..checks import (FlagTally, check_block_size, check_flag, check_int, check_item_buffer, check_item_copy,
+                      check_miss_plan, check_mode, check_no_overlap, claim_epoch, describe, fail,
+                      require_array)
 from ..device import CHECK_CONDITIONS, cuda, flag_bad_dev
-from .call_checks import check_array, check_flag, check_int, check_mode, check_no_overlap, claim_epoch
 
 NUM_REAL, COUNT, SOURCE, DESTINATION = range(4)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
@@ -58,13 +58,8 @@ def plan_columns(call: PlannedCopyCall) -> int:
 def planned_copy_flags_reference(call: PlannedCopyCall) -> list:
     """The verdict of :func:`planned_copy_check_kernel` on a call of NumPy arrays (the first row of
     a destination written twice may differ on the device)."""
-    count = [0] * CHECK_CONDITIONS
-    first = [-1] * CHECK_CONDITIONS
-
-    def flag(condition, index, n=1):
-        if n:
-            count[condition] += int(n)
-            first[condition] = index if first[condition] < 0 else min(first[condition], index)
+    tally = FlagTally()
+    flag, count, first = tally.flag, tally.count, tally.first
 
     num_real = int(np.asarray(call.num_real_reqs)[0])
     count[NUM_REAL_VALUE], first[NUM_REAL_VALUE] = 1, num_real
@@ -90,7 +85,7 @@ def planned_copy_flags_reference(call: PlannedCopyCall) -> list:
         _, where = np.unique(dst, return_index=True)
         if where.size < dst.size:
             flag(DESTINATION, int(np.delete(rows_of, where).min()), dst.size - where.size)
-    return list(zip(count, first))
+    return tally.verdict()
 
 
 @cuda.jit
@@ -198,7 +193,7 @@ def check_planned_copy(*, miss_src, miss_dst, miss_count, num_real_reqs, host_ca
     for name, a in (("miss_src", miss_src), ("miss_dst", miss_dst), ("miss_count", miss_count),
                     ("num_real_reqs", num_real_reqs), ("host_cache", host_cache),
                     ("device_buffer", device_buffer)):
-        check_array(name, a)
+        require_array(name, a)
     if num_real_reqs.ndim != 1 or num_real_reqs.shape[0] != 1 or np.dtype(num_real_reqs.dtype) != np.int32:
         fail(f"num_real_reqs must be an int32 array with shape [1], got {describe(num_real_reqs)}")
     item = check_int("item_size_bytes", item_size_bytes)

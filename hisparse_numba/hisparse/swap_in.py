@@ -44,9 +44,9 @@ import functools
 import numpy as np
 
 from .. import device
-from ..blockscan import block_exclusive_scan
-from ..device import cuda
-from ..itemcopy import copy_items_flat
+from ..blockscan import block_exclusive_scan_dev
+from ..device import block_fill_dev, cuda
+from ..itemcopy import copy_items_flat_dev
 from .miss_plan import placeholder_plan
 from .swap_in_checks import (NUM_REAL_VALUE, SwapInCall, check_swap_in, raise_swap_in_flags,
                              swap_in_flags_reference)
@@ -166,14 +166,8 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
             return
 
         newest = seq_len - 1
-        i = tid
-        while i < HASH_SIZE:
-            s_hash[i] = HASH_EMPTY
-            i += BS
-        i = tid
-        while i < K:
-            s_done[i] = 0
-            i += BS
+        block_fill_dev(s_hash, HASH_SIZE, HASH_EMPTY, tid, BS)
+        block_fill_dev(s_done, K, 0, tid, BS)
         if tid == 0:
             s_newest[0] = 0
         cuda.syncthreads()
@@ -213,7 +207,7 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
             slot_of[c] = slot
             lane_of[c] = lane
         # Both counts fit 16 bits (H <= 32767): one scan ranks hits and evictables together.
-        before, total = block_exclusive_scan(s_scan, (n_hit << 16) | n_evict, tid, BS)
+        before, total = block_exclusive_scan_dev(s_scan, (n_hit << 16) | n_evict, tid, BS)
         total_hits = total >> 16
         num_misses = K - total_hits - s_newest[0]
         evictable = H - total_hits
@@ -246,7 +240,7 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
             j = first + c
             if j < K and s_done[j] == 0:
                 n_miss += 1
-        m, total_misses = block_exclusive_scan(s_scan, n_miss, tid, BS)
+        m, total_misses = block_exclusive_scan_dev(s_scan, n_miss, tid, BS)
         for c in range(LANES_PER_THREAD):
             j = first + c
             if j < K and s_done[j] == 0:
@@ -266,7 +260,7 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
             miss_count[b] = total_misses
         if not skip_io:
             cuda.syncthreads()
-            copy_items_flat(host_words, s_hash, 0, device_words, s_hash, K, total_misses,
+            copy_items_flat_dev(host_words, s_hash, 0, device_words, s_hash, K, total_misses,
                             words_per_item, tid, BS)
 
     return kernel

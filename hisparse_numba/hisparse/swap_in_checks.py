@@ -33,22 +33,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import (
-    check_block_size,
-    check_dtype,
-    check_dtype_in,
-    check_inner_contiguous,
-    check_item_buffer,
-    check_item_copy,
-    check_miss_plan,
-    check_ndim,
-    describe,
-    fail,
-    row_stride,
-)
-from ..device import CHECK_CONDITIONS, cuda, flag_bad_dev
-from .call_checks import (agreed_rows, check_array, check_flag, check_int, check_mode,
-                          check_no_overlap, claim_epoch)
+from ..checks import (FlagTally, agreed_rows, check_block_size, check_dtype, check_dtype_in, check_flag,
+                      check_inner_contiguous, check_int, check_item_buffer, check_item_copy,
+                      check_miss_plan, check_mode, check_ndim, check_no_overlap, claim_epoch, describe,
+                      fail, require_array, row_stride)
+from ..device import CHECK_CONDITIONS, block_fill_dev, cuda, flag_bad_dev
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 MAX_SLOTS = 32767  # slot ids and lanes are int16
@@ -107,13 +96,8 @@ def swap_in_flags_reference(call: SwapInCall) -> list:
     host_items = call.host_cache.nbytes // call.item_size_bytes
     device_items = call.device_buffer.nbytes // call.item_size_bytes
     requests, max_seq = tags.shape[0], host_locs.shape[1]
-    count = [0] * CHECK_CONDITIONS
-    first = [-1] * CHECK_CONDITIONS
-
-    def flag(condition, index, n=1):
-        if n:
-            count[condition] += int(n)
-            first[condition] = index if first[condition] < 0 else min(first[condition], index)
+    tally = FlagTally()
+    flag, count, first = tally.flag, tally.count, tally.first
 
     num_real = call.num_real if call.num_real is not None else int(np.asarray(call.num_real_reqs)[0])
     count[NUM_REAL_VALUE], first[NUM_REAL_VALUE] = 1, num_real
@@ -162,7 +146,15 @@ def swap_in_flags_reference(call: SwapInCall) -> list:
             rows = np.repeat(np.arange(len(claimed)), [c.size for c in claimed])
             flag(HOT_LOCATION, int(rows[np.setdiff1d(np.arange(locs.size), where)].min()),
                  locs.size - where.size)
-    return list(zip(count, first))
+    return tally.verdict()
+
+
+@cuda.jit(device=True, inline=True)
+def reject_row_dev(flags, condition, row, s_row):
+    """Flag ``condition`` for batch row ``row`` and mark the row rejected (``s_row[0] = 1``), so
+    that the row's later checks, which assume the earlier ones passed, are skipped."""
+    flag_bad_dev(flags, condition, row)
+    s_row[0] = 1
 
 
 @functools.cache
@@ -226,18 +218,9 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
             return
 
         newest = seq_len - 1
-        i = tid
-        while i < HASH_SIZE:
-            s_hash[i] = HASH_EMPTY
-            i += BS
-        i = tid
-        while i < K:
-            s_hits[i] = 0
-            i += BS
-        i = tid
-        while i < SLOT_WORDS:
-            s_slots[i] = 0
-            i += BS
+        block_fill_dev(s_hash, HASH_SIZE, HASH_EMPTY, tid, BS)
+        block_fill_dev(s_hits, K, 0, tid, BS)
+        block_fill_dev(s_slots, SLOT_WORDS, 0, tid, BS)
         if tid < 2:
             s_row[tid] = 0
         cuda.syncthreads()
@@ -245,27 +228,22 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
         while i < K:
             t = top_k_tokens[b, i]
             if t < 0 or t >= seq_len:
-                flag_bad_dev(flags, SELECTION, b)
-                s_row[0] = 1
+                reject_row_dev(flags, SELECTION, b, s_row)
             elif t == newest:
                 if cuda.atomic.add(s_row, 1, 1) > 0:
-                    flag_bad_dev(flags, SELECTION, b)
-                    s_row[0] = 1
+                    reject_row_dev(flags, SELECTION, b, s_row)
             elif not hash_insert_dev(s_hash, HASH_SIZE, t, i):
-                flag_bad_dev(flags, SELECTION, b)
-                s_row[0] = 1
+                reject_row_dev(flags, SELECTION, b, s_row)
             i += BS
         p = tid
         while p < H:
             slot = lru_slots[rid, p]
             if slot < 0 or slot >= H:
-                flag_bad_dev(flags, SLOT_STATE, b)
-                s_row[0] = 1
+                reject_row_dev(flags, SLOT_STATE, b, s_row)
             else:
                 bit = np.uint32(1) << np.uint32(slot % 32)
                 if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
-                    flag_bad_dev(flags, SLOT_STATE, b)
-                    s_row[0] = 1
+                    reject_row_dev(flags, SLOT_STATE, b, s_row)
             p += BS
         cuda.syncthreads()
         if s_row[0]:
@@ -277,8 +255,7 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
             if tag >= 0 and tag != newest:
                 lane = hash_find_dev(s_hash, HASH_SIZE, tag)
                 if lane >= 0 and cuda.atomic.add(s_hits, lane, 1) > 0:
-                    flag_bad_dev(flags, SLOT_STATE, b)
-                    s_row[0] = 1
+                    reject_row_dev(flags, SLOT_STATE, b, s_row)
             p += BS
         cuda.syncthreads()
         if s_row[0]:
@@ -413,7 +390,7 @@ def _all_rows_real(batch: int):
 def _check_num_real_array(num_real_reqs) -> None:
     if isinstance(num_real_reqs, (int, np.integer)):
         fail(f"num_real_reqs must be a [1] int32 device array, got the Python value {num_real_reqs}")
-    check_array("num_real_reqs", num_real_reqs)
+    require_array("num_real_reqs", num_real_reqs)
     if num_real_reqs.ndim != 1 or num_real_reqs.shape[0] != 1 or np.dtype(num_real_reqs.dtype) != np.int32:
         fail(f"num_real_reqs must be an int32 array with shape [1], got {describe(num_real_reqs)}")
 
@@ -441,11 +418,11 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
                   top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices,
                   seq_lens=seq_lens, lru_slots=lru_slots)
     for name, a in arrays.items():
-        check_array(name, a)
+        require_array(name, a)
     plan = dict(miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count)
     for name, a in plan.items():
         if a is not None:
-            check_array(name, a)
+            require_array(name, a)
     if num_real_reqs is not None:
         _check_num_real_array(num_real_reqs)
     K, H = check_int("num_top_k", num_top_k), check_int("hot_buffer_size", hot_buffer_size)

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import device
-from ..checks import check_canary_array, describe, fail
+from ..checks import (CANARY_PREFIX, check_array, check_flag, check_int, check_no_overlap, describe, fail,
+                      require_array)
 from ..device import cuda, xp
-from .arguments import check_not_shared, flag_arg, int_arg, require_array
 from .hashing import (
     MAX_REAL_KV_SOURCES,
     VIOLATION_FIELDS,
@@ -69,10 +69,10 @@ class RealKvSource:
     read_bytes: int
 
     def __post_init__(self):
-        require_array("RealKvSource.tensor", self.tensor)
-        int_arg("RealKvSource.page_size", self.page_size)
-        int_arg("RealKvSource.num_bytes_per_token", self.num_bytes_per_token)
-        int_arg("RealKvSource.read_bytes", self.read_bytes)
+        require_array("RealKvSource.tensor", self.tensor, prefix=CANARY_PREFIX)
+        check_int("RealKvSource.page_size", self.page_size, prefix=CANARY_PREFIX)
+        check_int("RealKvSource.num_bytes_per_token", self.num_bytes_per_token, prefix=CANARY_PREFIX)
+        check_int("RealKvSource.read_bytes", self.read_bytes, prefix=CANARY_PREFIX)
         if self.page_size < 1:
             fail(f"kv-canary: RealKvSource.page_size must be >= 1, got {self.page_size}")
         if self.num_bytes_per_token <= 0 or self.num_bytes_per_token % 16:
@@ -121,14 +121,14 @@ class VerifyOrWriteContext:
                  chain_position_assert=False, array_module=None) -> "VerifyOrWriteContext":
         """A zeroed context (canary buffer, ring and counters) on the device, or host with numpy."""
         am = xp if array_module is None else array_module
-        num_slots = int_arg("num_slots", num_slots, 1)
-        ring_capacity = int_arg("ring_capacity", ring_capacity, 1)
-        slot_stride_bytes = int_arg("slot_stride_bytes", slot_stride_bytes, 32)
+        num_slots = check_int("num_slots", num_slots, 1, prefix=CANARY_PREFIX)
+        ring_capacity = check_int("ring_capacity", ring_capacity, 1, prefix=CANARY_PREFIX)
+        slot_stride_bytes = check_int("slot_stride_bytes", slot_stride_bytes, 32, prefix=CANARY_PREFIX)
         if slot_stride_bytes % 8:
             fail(f"kv-canary: slot_stride_bytes must be a multiple of 8, got {slot_stride_bytes}")
-        kernel_kind = int_arg("kernel_kind", kernel_kind)
-        real_kv_hash_mode = _hash_mode(int_arg("real_kv_hash_mode", real_kv_hash_mode))
-        chain_position_assert = flag_arg("chain_position_assert", chain_position_assert)
+        kernel_kind = check_int("kernel_kind", kernel_kind, prefix=CANARY_PREFIX)
+        real_kv_hash_mode = _hash_mode(check_int("real_kv_hash_mode", real_kv_hash_mode, prefix=CANARY_PREFIX))
+        chain_position_assert = check_flag("chain_position_assert", chain_position_assert, prefix=CANARY_PREFIX)
         if not isinstance(real_kv_sources, (tuple, list)):
             raise TypeError(f"kv-canary: real_kv_sources must be a tuple of RealKvSource, got "
                             f"{type(real_kv_sources).__name__}")
@@ -164,8 +164,8 @@ def check_context(ctx: VerifyOrWriteContext) -> None:
     shapes, and that every real-KV source covers every canary slot)."""
     if not isinstance(ctx, VerifyOrWriteContext):
         raise TypeError(f"kv-canary: context must be a VerifyOrWriteContext, got {type(ctx).__name__}")
-    int_arg("context.kernel_kind", ctx.kernel_kind)
-    mode = _hash_mode(int_arg("context.real_kv_hash_mode", ctx.real_kv_hash_mode))
+    check_int("context.kernel_kind", ctx.kernel_kind, prefix=CANARY_PREFIX)
+    mode = _hash_mode(check_int("context.real_kv_hash_mode", ctx.real_kv_hash_mode, prefix=CANARY_PREFIX))
     if not isinstance(ctx.real_kv_sources, (tuple, list)):
         raise TypeError(f"kv-canary: real_kv_sources must be a tuple of RealKvSource, got "
                         f"{type(ctx.real_kv_sources).__name__}")
@@ -176,24 +176,24 @@ def check_context(ctx: VerifyOrWriteContext) -> None:
         if not isinstance(src, RealKvSource):
             fail(f"kv-canary: real_kv_sources[{i}] must be a RealKvSource, got {type(src).__name__}")
     for name, a in ctx.state_arrays().items():
-        require_array(name, a)
+        require_array(name, a, prefix=CANARY_PREFIX)
     buf = ctx.canary_buf
-    check_canary_array("canary_buf", buf, np.uint8, ndim=2)
+    check_array("canary_buf", buf, np.uint8, ndim=2, prefix=CANARY_PREFIX)
     if buf.shape[1] < 32:
         fail(f"kv-canary: canary_buf slot stride must hold at least 4 int64 fields, got {buf.shape[1] // 8}")
     if buf.shape[1] % 8 or device.data_address(buf) % 8:
         fail(f"kv-canary: canary_buf rows must be whole int64 fields (stride and base multiples of 8 "
              f"bytes), got {describe(buf)}")
     ring = ctx.violation_ring
-    check_canary_array("violation_ring", ring, np.int64, ndim=2)
+    check_array("violation_ring", ring, np.int64, ndim=2, prefix=CANARY_PREFIX)
     if ring.shape[1] != VIOLATION_FIELDS:
         fail(f"kv-canary: violation_ring must have shape [ring_capacity, {VIOLATION_FIELDS}], got {describe(ring)}")
-    check_canary_array("violation_write_index", ctx.violation_write_index, np.int32, shape=(1,))
-    check_canary_array("slot_run_counter", ctx.slot_run_counter, np.int64, shape=(1,))
-    check_canary_array("kernel_run_counter", ctx.kernel_run_counter, np.int64, shape=(1,))
+    check_array("violation_write_index", ctx.violation_write_index, np.int32, shape=(1,), prefix=CANARY_PREFIX)
+    check_array("slot_run_counter", ctx.slot_run_counter, np.int64, shape=(1,), prefix=CANARY_PREFIX)
+    check_array("kernel_run_counter", ctx.kernel_run_counter, np.int64, shape=(1,), prefix=CANARY_PREFIX)
     if ctx.enable_chain_position_assert is not None:
-        require_array("enable_chain_position_assert", ctx.enable_chain_position_assert)
-        check_canary_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,))
+        require_array("enable_chain_position_assert", ctx.enable_chain_position_assert, prefix=CANARY_PREFIX)
+        check_array("enable_chain_position_assert", ctx.enable_chain_position_assert, np.int32, shape=(1,), prefix=CANARY_PREFIX)
     num_slots = int(buf.shape[0])
     if mode != RealKvHashMode.NONE:
         for i, src in enumerate(ctx.real_kv_sources):
@@ -205,10 +205,10 @@ def check_context(ctx: VerifyOrWriteContext) -> None:
 
 def check_launch_memory(ctx: VerifyOrWriteContext, read) -> None:
     """No array a write or verify launch writes (the context's state) shares memory with another
-    state array, the flag, a real-KV source or the ``(name, array)`` pairs in ``read``."""
-    read = [*read, ("enable_chain_position_assert", ctx.enable_chain_position_assert)]
-    read += [(f"real_kv_sources[{i}].tensor", s.tensor) for i, s in enumerate(ctx.real_kv_sources)]
-    check_not_shared("", ctx.state_arrays().items(), read)
+    state array, the flag, a real-KV source or the arrays of ``read`` (name -> array)."""
+    read = {**read, "enable_chain_position_assert": ctx.enable_chain_position_assert}
+    read.update((f"real_kv_sources[{i}].tensor", s.tensor) for i, s in enumerate(ctx.real_kv_sources))
+    check_no_overlap(ctx.state_arrays(), read, CANARY_PREFIX)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ import functools
 import numpy as np
 
 from .. import device
-from ..blockscan import block_exclusive_scan
+from ..blockscan import block_exclusive_scan_dev
 from ..device import cuda, xp
 from .plan_checks import PLAN_BS_BLOCK_SIZE, CanaryPlanCall, check_canary_plan
 from .plan_types import VerifyPlan, WritePlan  # noqa: F401  (the plan types, re-exported)
@@ -174,8 +174,8 @@ def _offsets_kernel(threads: int):
             v_local += vlen
             w_local += wlen
             r += 1
-        v_off, total_v = block_exclusive_scan(vsum, v_local, t, threads)
-        w_off, total_w = block_exclusive_scan(wsum, w_local, t, threads)
+        v_off, total_v = block_exclusive_scan_dev(vsum, v_local, t, threads)
+        w_off, total_w = block_exclusive_scan_dev(wsum, w_local, t, threads)
         max_seq_len = req_to_token.shape[1]
         r = first
         while r < last:

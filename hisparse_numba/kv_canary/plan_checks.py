@@ -23,9 +23,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import check_canary_array, describe, fail
+from ..checks import (CANARY_PREFIX, check_array, check_int, check_mode, check_no_overlap, describe, fail,
+                      raise_first, require_array)
 from ..device import cuda, flag_bad_dev
-from .arguments import check_not_shared, checks_arg, int_arg, raise_first, require_array
 from .plan_types import VerifyPlan, WritePlan
 
 PLAN_BS_BLOCK_SIZE = 4096
@@ -65,25 +65,25 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
     ``fn`` names the caller in the messages (as sglang's do). ``checks="shapes"`` skips the value
     checks; ``on_device=False`` runs them in NumPy (the reference's host arrays).
     """
-    values = checks_arg(checks)
+    values = check_mode(checks, prefix=CANARY_PREFIX)
     if not isinstance(verify_plan_out, VerifyPlan):
         raise TypeError(f"kv-canary: {fn} verify_plan_out must be a VerifyPlan, got {type(verify_plan_out).__name__}")
     if not isinstance(write_plan_out, WritePlan):
         raise TypeError(f"kv-canary: {fn} write_plan_out must be a WritePlan, got {type(write_plan_out).__name__}")
-    window = int_arg("swa_window_size", swa_window_size)
-    capacity = int_arg("verify_capacity", verify_capacity)
-    offset = int_arg("kv_token_id_vs_position_offset", kv_token_id_vs_position_offset,
-                     -MAX_POSITION_OFFSET, MAX_POSITION_OFFSET)
+    window = check_int("swa_window_size", swa_window_size, prefix=CANARY_PREFIX)
+    capacity = check_int("verify_capacity", verify_capacity, prefix=CANARY_PREFIX)
+    offset = check_int("kv_token_id_vs_position_offset", kv_token_id_vs_position_offset,
+                     -MAX_POSITION_OFFSET, MAX_POSITION_OFFSET, prefix=CANARY_PREFIX)
     for name, a in (("req_pool_indices", req_pool_indices), ("prefix_lens", prefix_lens),
                     ("extend_seq_lens", extend_seq_lens), ("req_to_token", req_to_token),
                     *(("verify_plan_out." + k, v) for k, v in verify_plan_out.arrays().items()),
                     *(("write_plan_out." + k, v) for k, v in write_plan_out.arrays().items())):
-        require_array(name, a)
+        require_array(name, a, prefix=CANARY_PREFIX)
     for name, a in (("full_to_swa_index_mapping", full_to_swa_index_mapping),
                     ("req_to_verify_expected_tokens", req_to_verify_expected_tokens),
                     ("req_to_verify_expected_tokens_valid_lens", req_to_verify_expected_tokens_valid_lens)):
         if a is not None:
-            require_array(name, a)
+            require_array(name, a, prefix=CANARY_PREFIX)
     if window > 0 and full_to_swa_index_mapping is None:
         fail(f"kv-canary: {fn} requires full_to_swa_index_mapping when swa_window_size > 0")
     _check_vector(fn, "verify_plan_out.verify_slot_indices", verify_plan_out.verify_slot_indices, np.int64)
@@ -132,13 +132,15 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
                   np.int64, write_req_capacity)
     _check_vector(fn, "write_plan_out.write_num_valid_reqs", write_plan_out.write_num_valid_reqs,
                   np.int32, 1)
-    check_not_shared(f"{fn} ", [("verify_plan_out." + k, v) for k, v in verify_plan_out.arrays().items()]
-                     + [("write_plan_out." + k, v) for k, v in write_plan_out.arrays().items()], (
-        ("req_pool_indices", req_pool_indices), ("prefix_lens", prefix_lens),
-        ("extend_seq_lens", extend_seq_lens), ("req_to_token", req_to_token),
-        ("full_to_swa_index_mapping", full_to_swa_index_mapping),
-        ("req_to_verify_expected_tokens", req_to_verify_expected_tokens),
-        ("req_to_verify_expected_tokens_valid_lens", req_to_verify_expected_tokens_valid_lens)))
+    written = {"verify_plan_out." + k: v for k, v in verify_plan_out.arrays().items()}
+    written.update(("write_plan_out." + k, v) for k, v in write_plan_out.arrays().items())
+    check_no_overlap(written, {
+        "req_pool_indices": req_pool_indices, "prefix_lens": prefix_lens,
+        "extend_seq_lens": extend_seq_lens, "req_to_token": req_to_token,
+        "full_to_swa_index_mapping": full_to_swa_index_mapping,
+        "req_to_verify_expected_tokens": req_to_verify_expected_tokens,
+        "req_to_verify_expected_tokens_valid_lens": req_to_verify_expected_tokens_valid_lens},
+        f"{CANARY_PREFIX}{fn} ")
     call = CanaryPlanCall(
         bs=bs, swa_window_size=window, verify_capacity=capacity,
         kv_token_id_vs_position_offset=offset,
@@ -245,10 +247,10 @@ def _check_vector(fn, name, a, dtype, length=None, length_of=None):
         if length_of is not None:
             want += f" (the length of {length_of})"
         fail(f"kv-canary: {fn} {name} must have shape {want}, got {describe(a)}")
-    check_canary_array(name, a, dtype)
+    check_array(name, a, dtype, prefix=CANARY_PREFIX)
 
 
 def _check_matrix(fn, name, a, dtype):
     if a.ndim != 2:
         fail(f"kv-canary: {fn} {name} must be 2-D, got {describe(a)}")
-    check_canary_array(name, a, dtype)
+    check_array(name, a, dtype, prefix=CANARY_PREFIX)

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import fail
+from ..checks import CANARY_PREFIX, check_int, fail
 from ..device import xp
-from .arguments import int_arg
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,7 @@ class VerifyPlan:
         ``array_module=numpy`` allocates host arrays (for the NumPy reference on a GPU machine).
         """
         am = xp if array_module is None else array_module
-        verify_capacity = int_arg("verify_capacity", verify_capacity)
+        verify_capacity = check_int("verify_capacity", verify_capacity, prefix=CANARY_PREFIX)
         if verify_capacity <= 0:
             fail(f"kv-canary: VerifyPlan verify_capacity must be positive, got {verify_capacity}")
         return cls(
@@ -78,7 +77,7 @@ class WritePlan:
         """Device arrays for ``write_req_capacity`` rows (uninitialised but ``write_num_valid_reqs``
         = 0: a write launch on a fresh plan writes nothing); see ``VerifyPlan.allocate``."""
         am = xp if array_module is None else array_module
-        write_req_capacity = int_arg("write_req_capacity", write_req_capacity)
+        write_req_capacity = check_int("write_req_capacity", write_req_capacity, prefix=CANARY_PREFIX)
         if write_req_capacity <= 0:
             fail(f"kv-canary: WritePlan write_req_capacity must be positive, got {write_req_capacity}")
         return cls(

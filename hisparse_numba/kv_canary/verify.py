@@ -30,28 +30,11 @@ import numpy as np
 
 from .. import device
 from ..device import cuda
-from .context import (
-    VerifyOrWriteContext,
-    append_violations_reference,
-    canary_fields,
-    fold_real_kv_dev,
-    fold_real_kv_reference,
-    host_sources,
-    record_violation_dev,
-    source_arguments,
-)
-from .hashing import (
-    CANARY_FIELD_POSITION,
-    CANARY_FIELD_PREV_HASH,
-    CANARY_FIELD_REAL_KV_HASH,
-    CANARY_FIELD_TOKEN,
-    CHAIN_HEAD_HASH,
-    FailReason,
-    as_int64_dev,
-    mix3,
-    slot_hash_dev,
-    to_signed64,
-)
+from .context import (VerifyOrWriteContext, append_violations_reference, canary_fields, fold_real_kv_dev,
+                      fold_real_kv_reference, host_sources, record_violation_dev, source_arguments)
+from .hashing import (CANARY_FIELD_POSITION, CANARY_FIELD_PREV_HASH, CANARY_FIELD_REAL_KV_HASH,
+                      CANARY_FIELD_TOKEN, CHAIN_HEAD_HASH, FailReason, as_int64_dev, mix3, slot_hash_dev,
+                      to_signed64)
 from .plan import VerifyPlan
 from .verify_checks import CanaryVerifyCall, check_canary_verify
 

@@ -21,9 +21,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import check_canary_array, describe, fail
+from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, describe, fail, raise_first,
+                      require_array)
 from ..device import cuda, flag_bad_dev
-from .arguments import checks_arg, flag_arg, raise_first, require_array
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan_types import VerifyPlan
 
@@ -44,23 +44,23 @@ def check_canary_verify(*, context, plan, check_verify_expected_token, checks: s
                         on_device: bool = True) -> CanaryVerifyCall:
     """Every check of the verify launcher and its reference; the accepted call.
     ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in NumPy."""
-    values = checks_arg(checks)
+    values = check_mode(checks, prefix=CANARY_PREFIX)
     check_context(context)
-    check_token = flag_arg("check_verify_expected_token", check_verify_expected_token)
+    check_token = check_flag("check_verify_expected_token", check_verify_expected_token, prefix=CANARY_PREFIX)
     if not isinstance(plan, VerifyPlan):
         raise TypeError(f"kv-canary: plan must be a VerifyPlan, got {type(plan).__name__}")
     for name, a in plan.arrays().items():
-        require_array(f"plan.{name}", a)
-    check_canary_array("plan.verify_slot_indices", plan.verify_slot_indices, np.int64, ndim=1)
+        require_array(f"plan.{name}", a, prefix=CANARY_PREFIX)
+    check_array("plan.verify_slot_indices", plan.verify_slot_indices, np.int64, ndim=1, prefix=CANARY_PREFIX)
     cap = int(plan.verify_slot_indices.shape[0])
     for name in PLAN_ARRAYS:
         if tuple(getattr(plan, name).shape) != (cap,):
             fail(f"kv-canary: plan.{name} must have shape ({cap},) (the length of plan.verify_slot_indices), "
                  f"got {describe(getattr(plan, name))}")
-        check_canary_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,))
-    check_canary_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,))
-    check_canary_array("plan.enable", plan.enable, np.int32, shape=(1,))
-    check_launch_memory(context, [(f"plan.{k}", v) for k, v in plan.arrays().items()])
+        check_array(f"plan.{name}", getattr(plan, name), np.int64, shape=(cap,), prefix=CANARY_PREFIX)
+    check_array("plan.verify_num_valid", plan.verify_num_valid, np.int32, shape=(1,), prefix=CANARY_PREFIX)
+    check_array("plan.enable", plan.enable, np.int32, shape=(1,), prefix=CANARY_PREFIX)
+    check_launch_memory(context, {f"plan.{k}": v for k, v in plan.arrays().items()})
     call = CanaryVerifyCall(context=context, plan=plan, check_verify_expected_token=check_token)
     if values:
         check_verify_values(call, on_device=on_device)

@@ -40,29 +40,11 @@ import numpy as np
 
 from .. import device
 from ..device import cuda
-from .context import (
-    VerifyOrWriteContext,
-    append_violations_reference,
-    canary_fields,
-    fold_real_kv_dev,
-    fold_real_kv_reference,
-    host_sources,
-    record_violation_dev,
-    source_arguments,
-)
-from .hashing import (
-    CHAIN_HEAD_HASH,
-    CANARY_FIELD_POSITION,
-    CANARY_FIELD_PREV_HASH,
-    CANARY_FIELD_REAL_KV_HASH,
-    CANARY_FIELD_TOKEN,
-    FailReason,
-    as_int64_dev,
-    mix3,
-    mix3_dev,
-    slot_hash_dev,
-    to_signed64,
-)
+from .context import (VerifyOrWriteContext, append_violations_reference, canary_fields, fold_real_kv_dev,
+                      fold_real_kv_reference, host_sources, record_violation_dev, source_arguments)
+from .hashing import (CHAIN_HEAD_HASH, CANARY_FIELD_POSITION, CANARY_FIELD_PREV_HASH,
+                      CANARY_FIELD_REAL_KV_HASH, CANARY_FIELD_TOKEN, FailReason, as_int64_dev, mix3, mix3_dev,
+                      slot_hash_dev, to_signed64)
 from .plan import WritePlan
 from .write_checks import CanaryWriteCall, check_canary_write
 

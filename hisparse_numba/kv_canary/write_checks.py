@@ -17,8 +17,8 @@ Negative slots, negative seeds and a ``write_num_valid_reqs`` outside ``[0, R]``
 definition (skipped, chain head, clamped). Entries outside every row's range are never read.
 
 The duplicate checks stamp each slot with a per-call number (an epoch) in a process-wide marks
-buffer ``[2, num_slots]`` int32 (row 0: written slots, row 1: seeds) with atomic exchanges: a
-stamp that finds the same epoch is a repeat, so the buffer is never cleared between calls. Its
+buffer ``[2, num_slots]`` int32 (row 0: written slots, row 1: seeds; ``checks.claim_epoch``) with
+atomic exchanges: a stamp that finds the same epoch is a repeat, so the buffer is never cleared between calls. Its
 size follows the canary buffer, not the values. Condition 4 is seen by the writer, the reader or
 both, so its count may differ between runs; whether it fired and its smallest slot do not.
 ``write_value_verdict_reference`` is the NumPy twin of the kernel's verdict.
@@ -31,9 +31,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..checks import check_canary_array, describe, fail
+from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, claim_epoch, describe, fail,
+                      raise_first, require_array)
 from ..device import cuda, flag_bad_dev, xp
-from .arguments import checks_arg, flag_arg, raise_first, require_array
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan_types import WritePlan
 
@@ -57,9 +57,9 @@ def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, en
     """Every check of the write launcher and its reference (before anything is written); the
     accepted call. ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in
     NumPy (the reference's host arrays)."""
-    values = checks_arg(checks)
+    values = check_mode(checks, prefix=CANARY_PREFIX)
     check_context(context)
-    enable = flag_arg("enable_write_input_assert", enable_write_input_assert)
+    enable = check_flag("enable_write_input_assert", enable_write_input_assert, prefix=CANARY_PREFIX)
     if enable:
         if expected_input_tokens is None or expected_input_positions is None:
             fail("kv-canary: expected input tensors are required when enable_write_input_assert=True")
@@ -68,27 +68,27 @@ def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, en
     if not isinstance(plan, WritePlan):
         raise TypeError(f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
     for name, a in plan.arrays().items():
-        require_array(f"plan.{name}", a)
-    check_canary_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1)
+        require_array(f"plan.{name}", a, prefix=CANARY_PREFIX)
+    check_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1, prefix=CANARY_PREFIX)
     r = int(plan.write_seed_slot_indices.shape[0])
     if tuple(plan.write_offsets.shape) != (r + 1,):
         fail(f"kv-canary: plan.write_offsets must have shape ({r + 1},) (one more than "
              f"plan.write_seed_slot_indices), got {describe(plan.write_offsets)}")
-    check_canary_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,))
-    check_canary_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,))
+    check_array("plan.write_offsets", plan.write_offsets, np.int64, shape=(r + 1,), prefix=CANARY_PREFIX)
+    check_array("plan.write_num_valid_reqs", plan.write_num_valid_reqs, np.int32, shape=(1,), prefix=CANARY_PREFIX)
     names = ["input_ids", "positions", "out_cache_loc"]
     arrays = [input_ids, positions, out_cache_loc]
     if enable:
         names += ["expected_input_tokens", "expected_input_positions"]
         arrays += [expected_input_tokens, expected_input_positions]
     for name, a in zip(names, arrays):
-        require_array(name, a)
+        require_array(name, a, prefix=CANARY_PREFIX)
     n = int(input_ids.shape[0]) if input_ids.ndim == 1 else -1
     for name, a in zip(names, arrays):
-        check_canary_array(name, a, np.int64, ndim=1)
+        check_array(name, a, np.int64, ndim=1, prefix=CANARY_PREFIX)
         if a.shape[0] != n:
             fail(f"kv-canary: {name} must have the length of input_ids ({n}), got {a.shape[0]}")
-    check_launch_memory(context, [(f"plan.{k}", v) for k, v in plan.arrays().items()] + list(zip(names, arrays)))
+    check_launch_memory(context, {**{f"plan.{k}": v for k, v in plan.arrays().items()}, **dict(zip(names, arrays))})
     call = CanaryWriteCall(context=context, plan=plan, input_ids=input_ids, positions=positions,
                            out_cache_loc=out_cache_loc, enable_write_input_assert=enable,
                            expected_input_tokens=expected_input_tokens,
@@ -177,21 +177,6 @@ def write_value_check_kernel(write_offsets, seeds, num_valid_reqs, out_cache_loc
         i += cuda.blockDim.x
 
 
-class _Marks:
-    """The process-wide stamp buffer of the duplicate checks (grown to the largest canary buffer)."""
-
-    buffer = None
-    epoch = 0
-
-    @classmethod
-    def next(cls, num_slots: int):
-        if cls.buffer is None or cls.buffer.shape[1] < num_slots or cls.epoch >= np.iinfo(np.int32).max:
-            size = max(num_slots, 0 if cls.buffer is None else cls.buffer.shape[1])
-            cls.buffer, cls.epoch = xp.zeros((2, max(size, 1)), dtype=np.int32), 0
-        cls.epoch += 1
-        return cls.buffer, np.int32(cls.epoch)
-
-
 def _rows_geometry(rows: int) -> tuple[int, int]:
     return max(rows, 1), (8 if device.SIMULATOR else 128)
 
@@ -209,7 +194,7 @@ def check_write_values(call: CanaryWriteCall, *, on_device: bool = True) -> None
     rows = int(plan.write_seed_slot_indices.shape[0])
     args = (plan.write_offsets, plan.write_seed_slot_indices, plan.write_num_valid_reqs, loc, num_slots)
     if on_device:
-        marks, epoch = _Marks.next(num_slots)
+        marks, epoch = claim_epoch(num_slots, planes=2)
         verdict = device.check_flags(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch)
     else:
         verdict = write_value_verdict_reference(*args)

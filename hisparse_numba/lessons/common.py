@@ -125,6 +125,22 @@ PLAN_KEYS = ("miss_src", "miss_dst", "miss_count")
 STATE_KEYS = ("top_k_device_locs", "device_buffer_tokens", "lru_slots", "device_buffer")
 
 
+def miss_slots_and_lru(problem: dict, row: int = 0):
+    """``(slots the misses of batch row ``row`` take, in lane order; lru_slots after)``,
+    from the NumPy reference run on a copy of ``problem``."""
+    p = copy_problem(problem)
+    batch, k = p["top_k_tokens"].shape
+    p["miss_src"] = np.full((batch, k), -1, np.int64)
+    p["miss_dst"] = np.full((batch, k), -1, np.int32)
+    p["miss_count"] = np.zeros(batch, np.int32)
+    load_cache_to_device_buffer_mla_reference(**p)
+    rid = int(p["req_pool_indices"][row])
+    h = p["hot_buffer_size"]
+    row_of_slot = {int(r): s for s, r in enumerate(p["device_buffer_locs"][rid, :h])}
+    dst = p["miss_dst"][row, :p["miss_count"][row]]
+    return [row_of_slot[int(d)] for d in dst], p["lru_slots"][rid, :h].tolist()
+
+
 def small_problem(seed: int = 0, *, batch: int = 3, num_top_k: int = 8, hot_buffer_size: int = 16,
                   num_real: int | None = None, fast_rows: int = 1):
     """A valid single-step problem (NumPy arrays, no plan): ``batch`` rows, the last real row on

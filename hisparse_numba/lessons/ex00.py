@@ -14,10 +14,9 @@ import traceback
 import numpy as np
 
 from .. import device
-from ..hisparse.examples import copy_problem
 from ..hisparse.gather import GROUPS_PER_BLOCK, LANES, gather_kernel, gather_to_hot_buffer_reference
-from ..hisparse.swap_in import load_cache_to_device_buffer_mla_reference
 from . import threadviz
+from .common import miss_slots_and_lru
 
 NUM_HOST_ITEMS, HOT_ROWS, D = 24, 6, 8
 ITEM_SIZE_BYTES = D * 4
@@ -163,22 +162,6 @@ def check_next_copy(next_copy):
 
 
 # --- exercise 00-c: where the next misses go (the swap-in) ------------------------------------
-
-
-def miss_slots_and_lru(problem: dict, row: int = 0):
-    """``(slots the misses of batch row ``row`` take, in lane order; lru_slots after)``,
-    from the NumPy reference run on a copy of ``problem``."""
-    p = copy_problem(problem)
-    batch, k = p["top_k_tokens"].shape
-    p["miss_src"] = np.full((batch, k), -1, np.int64)
-    p["miss_dst"] = np.full((batch, k), -1, np.int32)
-    p["miss_count"] = np.zeros(batch, np.int32)
-    load_cache_to_device_buffer_mla_reference(**p)
-    rid = int(p["req_pool_indices"][row])
-    h = p["hot_buffer_size"]
-    row_of_slot = {int(r): s for s, r in enumerate(p["device_buffer_locs"][rid, :h])}
-    dst = p["miss_dst"][row, :p["miss_count"][row]]
-    return [row_of_slot[int(d)] for d in dst], p["lru_slots"][rid, :h].tolist()
 
 
 @verdict

@@ -1,29 +1,11 @@
 """Lesson 09 (hot_buffer_size >= num_top_k): predict where the misses go (checker) and the lesson's
-figure. Lesson 00 uses the same checker until its own module takes it over."""
+figure. Lesson 00 predicts the misses too, with the same ``common.miss_slots_and_lru``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..hisparse.examples import copy_problem
-from ..hisparse.swap_in import load_cache_to_device_buffer_mla_reference
-from .common import Verdict, checker, figure, show, wrong
-
-
-def miss_slots_and_lru(problem: dict, row: int = 0):
-    """``(slots the misses of batch row ``row`` take, in lane order; lru_slots after)``,
-    from the NumPy reference run on a copy of ``problem``."""
-    p = copy_problem(problem)
-    batch, k = p["top_k_tokens"].shape
-    p["miss_src"] = np.full((batch, k), -1, np.int64)
-    p["miss_dst"] = np.full((batch, k), -1, np.int32)
-    p["miss_count"] = np.zeros(batch, np.int32)
-    load_cache_to_device_buffer_mla_reference(**p)
-    rid = int(p["req_pool_indices"][row])
-    h = p["hot_buffer_size"]
-    row_of_slot = {int(r): s for s, r in enumerate(p["device_buffer_locs"][rid, :h])}
-    dst = p["miss_dst"][row, :p["miss_count"][row]]
-    return [row_of_slot[int(d)] for d in dst], p["lru_slots"][rid, :h].tolist()
+from .common import Verdict, checker, figure, miss_slots_and_lru, show, wrong
 
 
 @checker

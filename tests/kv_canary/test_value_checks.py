@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from hisparse_numba import device
+from hisparse_numba import checks, device
 from hisparse_numba.kv_canary import (
     RealKvHashMode,
     RealKvSource,
@@ -74,7 +74,7 @@ def test_write_verdict_kernel_equals_reference(seed):
         valid = np.array([rng.integers(-1, rows + 2)], dtype=np.int32)
         args = (offsets, seeds, valid, loc, num_slots)
         want = write_checks.write_value_verdict_reference(*args)
-        marks, epoch = write_checks._Marks.next(num_slots)
+        marks, epoch = checks.claim_epoch(num_slots, planes=2)
         dev = tuple(device.to_device(a) for a in args[:4]) + (num_slots, marks, epoch)
         got = device.check_flags(write_checks.write_value_check_kernel, *write_checks._rows_geometry(rows), *dev)
         seed_cond = write_checks.SLOT_IS_SEED
@@ -103,11 +103,11 @@ def test_repeat_stamps_do_not_leak_between_calls_and_epochs_wrap(monkeypatch):
     rows = (np.array([0, 2], np.int64), np.array([-1], np.int64), np.array([1], np.int32))
     loc = np.array([3, 4], np.int64)
     dev = tuple(device.to_device(a) for a in (*rows, loc))
-    monkeypatch.setattr(write_checks._Marks, "buffer", None)  # a fresh buffer; both restored after
-    for epoch_before in (5, np.iinfo(np.int32).max - 1, np.iinfo(np.int32).max):
-        monkeypatch.setattr(write_checks._Marks, "epoch", epoch_before)
+    for epoch_before in (5, np.iinfo(np.int32).max - 2, np.iinfo(np.int32).max - 1):
+        # a fresh table at this epoch; the process-wide one is restored after
+        monkeypatch.setitem(checks._claims, 2, [device.xp.zeros((2, 8), np.int32), epoch_before])
         for _ in range(2):  # the same slots in two calls: not a repeat
-            marks, epoch = write_checks._Marks.next(8)
+            marks, epoch = checks.claim_epoch(8, planes=2)
             got = device.check_flags(write_checks.write_value_check_kernel, 1, 8, *dev, 8, marks, epoch)
             assert got == [(0, -1)] * device.CHECK_CONDITIONS
 
@@ -232,7 +232,7 @@ def test_full_checks_are_one_device_pass_and_shapes_skips_them(monkeypatch):
                                    expected_input_positions=None, checks=checks,
                                    **{k: device.to_device(v) for k, v in step_inputs(p, TOKENS).items()})
         assert len(calls) == 3 * per_call
-    with pytest.raises(ValueError, match="checks must be 'full' or 'shapes', got 'none'"):
+    with pytest.raises(ValueError, match='checks must be "full" or "shapes", got .none.'):
         launch_canary_verify_kernel(context=dev, plan=vp, check_verify_expected_token=False, checks="none")
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from hisparse_numba.blockscan import block_exclusive_scan
+from hisparse_numba.blockscan import block_exclusive_scan_dev
 from hisparse_numba.device import cuda
 from hisparse_numba.kv_canary.hashing import splitmix64_dev
 
@@ -253,7 +253,7 @@ def make_capacity_kernel(count_padding=False, ignore_window=False, strict=False)
             if swa_window_size > 0 and not ignore_window:
                 start = max(prefix_lens[tid] - swa_window_size, 0)
             count = max(prefix_lens[tid] - start, 0)
-        offset, total = block_exclusive_scan(s_scan, count, tid, cuda.blockDim.x)
+        offset, total = block_exclusive_scan_dev(s_scan, count, tid, cuda.blockDim.x)
         if tid < bs:
             verify_offsets[tid] = offset
         if tid == 0:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.lessons import ex00
+from hisparse_numba.lessons import common, ex00
 
 I64 = np.int64
 
@@ -98,7 +98,7 @@ def _step5():
 
 def test_misses(capsys):
     p = _step5()
-    slots, lru = ex00.miss_slots_and_lru(p)
+    slots, lru = common.miss_slots_and_lru(p)
     assert ex00.check_misses(p, lambda: (slots, lru))
     assert not ex00.check_misses(p, lambda: (slots[::-1] if len(slots) > 1 else [5], lru))
     assert not ex00.check_misses(p, lambda: (slots, sorted(lru)))

@@ -28,7 +28,7 @@ def stub(verify_plan, write_plan, inputs):
      ("launcher rejects", "does not match verify_plan_out.verify_slot_indices.shape[0]=384")),
     (call_with(lambda vp: 3 * 128), "wrong", ("verify_capacity=384", "shape[0]=100")),
     (call_with(lambda vp: ex02.BS * ex02.PREFIX), "wrong", ("shape[0]=384",)),
-    (call_with(lambda vp: vp.verify_slot_indices.shape), "wrong", ("launcher rejects", "not 'tuple'")),
+    (call_with(lambda vp: vp.verify_slot_indices.shape), "wrong", ("launcher rejects", "verify_capacity must be an integer")),
     (forgets_to_call, "wrong", ("nothing was planned",)),
     (stub, "not yet", ("about 2 lines",)),
 ])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from hisparse_numba.hisparse.examples import make_swap_in_problem
-from hisparse_numba.lessons import ex09
+from hisparse_numba.lessons import common, ex09
 
 
 def _said(capsys, word):
@@ -50,7 +50,7 @@ def test_ex09_agrees_with_the_reference_on_random_problems(capsys):
     for _ in range(5):
         p = make_swap_in_problem(rng, batch=1, num_top_k=4, hot_buffer_size=8, fast_rows=0,
                                  record_plan=False)
-        slots, lru = ex09.miss_slots_and_lru(p)
+        slots, lru = common.miss_slots_and_lru(p)
         assert ex09.check(p, slots, lru)
         assert len(set(slots)) == len(slots) and sorted(lru) == list(range(8))
     capsys.readouterr()
