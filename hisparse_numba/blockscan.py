@@ -77,7 +77,3 @@ def block_exclusive_scan_dev(s_scan, value, tid, num_threads):
     total = np.int64(s_scan[num_threads - 1])
     cuda.syncthreads()
     return inclusive - value, total
-
-
-# TEMPORARY: removed by the integrator (the speculative files and lesson 14 still import the old name)
-block_exclusive_scan = block_exclusive_scan_dev

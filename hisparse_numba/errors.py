@@ -593,8 +593,6 @@ CATALOGUE: list[Entry] = [
     _e("scratch_capacity ({cap}) must equal scratch_locs' width ({width})",
        "make_hisparse_spec_state got both a capacity and scratch locations of another width.",
        "Pass one of them, or make them agree.", "01"),
-    _e("checks must be \"full\" (check values on the device, the default) or \"shapes\" (shapes and dtypes only, for values validated upstream), got {value}",
-       "An unknown checks= mode.", "Use checks=\"full\" (default) or checks=\"shapes\".", "04"),
     _e("{name} must be a device (CuPy) array, got {type}",
        "A host array (or a Python object) where the kernel needs device memory.",
        "Move it to the GPU with device.to_device (the host KV pool is device.host_cache_array).", "11"),

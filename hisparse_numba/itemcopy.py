@@ -91,8 +91,3 @@ def copy_items_flat_dev(src_words, src_locs, src_off, dst_words, dst_locs, dst_o
         dst_words[dst_locs[dst_off + m] * words_per_item + w] = \
             src_words[src_locs[src_off + m] * words_per_item + w]
         g += num_threads
-
-
-# TEMPORARY: removed by the integrator (the speculative files still import the old names)
-copy_item = copy_item_dev
-copy_items_flat = copy_items_flat_dev

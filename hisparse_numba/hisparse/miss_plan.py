@@ -12,7 +12,7 @@ import functools
 
 from .. import device
 from .spec_state import MAX_OCCURRENCES
-from .spec_state_checks import check_int
+from ..checks import check_int
 
 
 def miss_plan_capacity(num_steps: int, num_top_k: int) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blockscan import block_exclusive_scan
+from ..blockscan import block_exclusive_scan_dev
 from ..device import cuda
 
 KNUTH = 2654435761
@@ -231,7 +231,7 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid
     for i in range(i0, i1):
         if pend[i] != 0:
             count += 1
-    k, left = block_exclusive_scan(scan, count, tid, nthreads)
+    k, left = block_exclusive_scan_dev(scan, count, tid, nthreads)
     listed = left <= nthreads
     if listed:
         for i in range(i0, i1):

@@ -49,7 +49,8 @@ from .. import device
 from ..checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
 from ..device import cuda
 from .spec_hash import KNUTH, MASK32, hash_insert_dev, hash_insert_reference
-from .spec_state_checks import check_array, check_int, initialize_value_checks
+from ..checks import check_int, check_mode, require_array
+from .spec_state_checks import initialize_value_checks
 
 MAX_OCCURRENCES = 8192  # compact entries keep the table position in 13 bits
 COMPACT_POS_MASK = 0x1FFF
@@ -165,7 +166,7 @@ def make_hisparse_spec_state(num_requests, hot_buffer_size, num_steps, num_top_k
         fail(f"make_hisparse_spec_state needs 0 < num_requests <= hot_buffer_size and "
              f"hot_buffer_size >= 2, got num_requests={n}, hot_buffer_size={hot}")
     if scratch_locs is not None:
-        check_array("scratch_locs", scratch_locs, "[num_requests, capacity]")
+        require_array("scratch_locs", scratch_locs)
         if scratch_locs.ndim != 2 or scratch_locs.shape[0] != n or scratch_locs.shape[1] < 1:
             fail(f"scratch_locs must have shape [num_requests = {n}, capacity >= 1], got shape "
                  f"{tuple(scratch_locs.shape)}")
@@ -201,7 +202,7 @@ def check_state(state, *, num_occurrences=None) -> tuple:
         fail(f"state must be a HiSparseSpecState, got {type(state).__name__}")
     ci, cp, sl, ss = state
     for name, a in zip(state._fields, state):
-        check_array(f"state.{name}", a, "(docs/hisparse-speculative.md, State)")
+        require_array(f"state.{name}", a)
     check_ndim("state.scratch_locs", sl, 2, "[num_requests, capacity]")
     check_dtype("state.scratch_locs", sl, np.int32)
     n, cap = int(sl.shape[0]), int(sl.shape[1])
@@ -260,10 +261,10 @@ def check_initialize(*, device_buffer_tokens, req_pool_indices, state, checks="f
     callers who validated them. ``on_device=False`` computes the same verdict in NumPy (the
     reference).
     """
-    check_checks_mode(checks)
+    check_mode(checks)
     n, hot, _, _ = check_state(state)
-    check_array("device_buffer_tokens", device_buffer_tokens, "[num_requests, H + tail]")
-    check_array("req_pool_indices", req_pool_indices, "[batch]")
+    require_array("device_buffer_tokens", device_buffer_tokens)
+    require_array("req_pool_indices", req_pool_indices)
     check_ndim("device_buffer_tokens", device_buffer_tokens, 2, "[num_requests, H + tail]")
     check_dtype("device_buffer_tokens", device_buffer_tokens, np.int32)
     check_inner_contiguous("device_buffer_tokens", device_buffer_tokens)
@@ -274,12 +275,6 @@ def check_initialize(*, device_buffer_tokens, req_pool_indices, state, checks="f
     if checks == "full":
         initialize_value_checks(req_pool_indices, n, on_device=on_device)
     return InitializeCall(n, hot, device_buffer_tokens, req_pool_indices, state)
-
-
-def check_checks_mode(checks) -> None:
-    if not isinstance(checks, str) or checks not in ("full", "shapes"):
-        fail(f'checks must be "full" (check values on the device, the default) or "shapes" '
-             f'(shapes and dtypes only, for values validated upstream), got {checks!r}')
 
 
 # ---------------------------------------------------------------------------------------------

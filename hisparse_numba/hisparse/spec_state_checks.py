@@ -1,10 +1,6 @@
 """Value checks of the speculative state's calls: Python scalars, array arguments, and the
 device-side check of ``initialize_hisparse_spec_state``'s request indices.
 
-``check_int`` and ``check_array`` turn a wrong Python value into a ValueError (TypeError for a
-wrong type) naming the argument, before anything is allocated or written: integers are taken as
-they are (Python or NumPy integers), never coerced from floats, strings, bools or None.
-
 The initialiser indexes every state tensor with ``req_pool_indices[i]``, so each must be a request
 slot in ``[0, n)`` and no slot may appear twice (two blocks would reset and index the same request
 at once). That verdict needs the indices' values, which live on the device: one launch of
@@ -17,8 +13,6 @@ and 08 build states that pass these checks.
 from __future__ import annotations
 
 import functools
-import math
-import numbers
 
 import numpy as np
 
@@ -29,34 +23,6 @@ from ..device import cuda, flag_bad_dev
 CHECK_THREADS = 128
 # conditions of the initialiser's check (device.check_flags)
 INIT_OUTSIDE, INIT_DUPLICATE = 0, 1
-
-
-def check_int(name: str, value, low: int | None = None, high: int | None = None) -> int:
-    """``value`` as an int: a Python or NumPy integer (not a bool) in ``[low, high]``.
-
-    A float (even 16.0), inf, NaN, a string or None raises; nothing is rounded or parsed.
-    """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        if isinstance(value, float) and not math.isfinite(value):
-            fail(f"{name} must be a finite integer, got {value!r}")
-        raise TypeError(f"{name} must be an integer (int or NumPy integer), got "
-                        f"{type(value).__name__} {value!r}")
-    v = int(value)
-    if low is not None and v < low:
-        fail(f"{name} must be >= {low}, got {v}")
-    if high is not None and v > high:
-        fail(f"{name} must be <= {high}, got {v}")
-    return v
-
-
-def is_array(a) -> bool:
-    return isinstance(a, np.ndarray) or (device.xp is not np and isinstance(a, device.xp.ndarray))
-
-
-def check_array(name: str, a, layout: str) -> None:
-    """TypeError unless ``a`` is a NumPy array or (on a GPU) a CuPy array."""
-    if not is_array(a):
-        raise TypeError(f"{name} must be an array of shape {layout}, got {type(a).__name__}")
 
 
 # ---------------------------------------------------------------------------------------------

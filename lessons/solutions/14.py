@@ -71,7 +71,7 @@ def mix3_dev(prev_hash, token, position):
 ex14.check_chain_step(mix3_dev)
 
 # exercise: 14-f
-from hisparse_numba.blockscan import block_exclusive_scan
+from hisparse_numba.blockscan import block_exclusive_scan_dev
 
 @cuda.jit
 def verify_capacity_kernel(req_pool_indices, prefix_lens, swa_window_size, verify_capacity,
@@ -85,7 +85,7 @@ def verify_capacity_kernel(req_pool_indices, prefix_lens, swa_window_size, verif
         if swa_window_size > 0:
             start = max(prefix_lens[tid] - swa_window_size, 0)
         count = max(prefix_lens[tid] - start, 0)
-    offset, total = block_exclusive_scan(s_scan, count, tid, cuda.blockDim.x)
+    offset, total = block_exclusive_scan_dev(s_scan, count, tid, cuda.blockDim.x)
     if tid < bs:
         verify_offsets[tid] = offset
     if tid == 0:

@@ -15,8 +15,8 @@ import numpy as np
 from ... import device
 from ...checks import (check_dtype, check_inner_contiguous, check_item_copy, check_miss_plan,
                        check_ndim, fail, row_stride)
-from ..spec_state import MAX_OCCURRENCES, check_checks_mode, check_state
-from ..spec_state_checks import check_array, check_int
+from ..spec_state import MAX_OCCURRENCES, check_state
+from ...checks import check_int, check_mode, require_array
 from .arguments import address
 from .value_checks import value_checks
 
@@ -85,13 +85,13 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
     callers who validated them upstream. ``for_kernel`` also adds the memory-kind checks of a GPU
     launch (mapped host pool, device buffers); the NumPy reference takes host arrays in both worlds.
     """
-    check_checks_mode(checks)
+    check_mode(checks)
     args = locals()
-    for name, layout in ARRAYS:
-        check_array(name, args[name], layout)
+    for name, _ in ARRAYS:
+        require_array(name, args[name])
     for name in ("miss_src", "miss_dst", "miss_count"):
         if args[name] is not None:
-            check_array(name, args[name], "[batch, >= steps * top_k]" if name != "miss_count" else "[batch]")
+            require_array(name, args[name])
     if top_k_tokens.ndim != 3:
         fail(f"speculative top_k_tokens must have shape [batch, steps, top_k], got shape "
              f"{tuple(getattr(top_k_tokens, 'shape', ()))}")

@@ -13,9 +13,9 @@ import functools
 
 import numpy as np
 
-from ...blockscan import block_exclusive_scan
+from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda, jit_kernel
-from ...itemcopy import copy_item, copy_items_flat
+from ...itemcopy import copy_item_dev, copy_items_flat_dev
 from ..spec_hash import KNUTH, MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
                           COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED,
@@ -114,7 +114,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
             for u in range(u0, u1):
                 if scratch_state[row, compact + u] & CLAIM_BIT:
                     count += 1
-            base, _ = block_exclusive_scan(scan, count, tid, tile)
+            base, _ = block_exclusive_scan_dev(scan, count, tid, tile)
             for u in range(u0, u1):
                 if scratch_state[row, compact + u] & CLAIM_BIT:
                     if base < budget:
@@ -127,7 +127,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
         for u in range(u0, u1):
             if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
                 count += 1
-        base, num_victims = block_exclusive_scan(scan, count, tid, tile)
+        base, num_victims = block_exclusive_scan_dev(scan, count, tid, tile)
         if union_mode:
             # sampled CLOCK, COMMIT_CHUNK misses at a time as in sglang's commit block: miss u
             # samples its own partition of the ring (disjoint between misses); then thread 0 runs
@@ -276,7 +276,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                 dst = metadata[row, index + p] & MASK32
                 if dst != UNRESOLVED:
                     src = host_cache_locs[rid, load_coherent_dev(metadata, (row, p)) & MASK32]
-                    copy_item(host_words, src, dev_words, dst, words_per_item, lane, LANES)
+                    copy_item_dev(host_words, src, dev_words, dst, words_per_item, lane, LANES)
                     if record and lane == 0:
                         miss_src[b, u] = src
                         miss_dst[b, u] = dst
@@ -444,7 +444,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                         count += 1
                     else:
                         shared[4] = 1
-            rank, num_first = block_exclusive_scan(scan, count, tid, tile)
+            rank, num_first = block_exclusive_scan_dev(scan, count, tid, tile)
             publish_dev(flags, b, COUNTED, y, num_first + 1, tid)
             before = wait_for_tiles_dev(flags, b, COUNTED, y, tid, tile)
             if before > 0:
@@ -469,7 +469,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                     else:
                         out[b, occ // top_k, occ % top_k] = -2 - u
                     u += 1
-            entry, num_copies = block_exclusive_scan(scan, copies, tid, tile)
+            entry, num_copies = block_exclusive_scan_dev(scan, copies, tid, tile)
             entry += b * t + base
             u = base + rank
             for r in range(reps):
@@ -523,7 +523,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
 
         # 6. this tile's scratch copies (host -> scratch locations); a committer tile has none
         start = b * t + base
-        copy_items_flat(host_words, copy_src, start, dev_words, copy_dst, start, num_copies,
+        copy_items_flat_dev(host_words, copy_src, start, dev_words, copy_dst, start, num_copies,
                         words_per_item, tid, tile)
 
     return swap
