@@ -14,11 +14,25 @@ first store: the more reads in flight, the closer a kernel gets to the PCIe floo
 * ``copy_items_flat_dev``: a whole block copies a LIST of items; the block walks the flattened
   (item, word) space, so consecutive threads read consecutive words (coalesced) whatever
   the item size.
+* ``item_rows``: the NumPy references' view of a pool, one row of bytes per item.
 
 Lessons: 00 (the hot buffer), 10 (16-byte alignment).
 """
 
+import numpy as np
+
 from .device import cuda
+
+
+def item_rows(pool, item_size_bytes: int) -> np.ndarray:
+    """``pool``'s bytes as ``[items, item_size_bytes]`` uint8 rows (a view, for the references).
+
+    ``np.asarray`` first: on a GPU the host pool is Numba's mapped array, an ndarray subclass
+    whose ``reshape`` is the device array's; the plain NumPy view of the same memory is what a
+    reference needs.
+    """
+    flat = np.asarray(pool).reshape(-1).view(np.uint8)
+    return flat[:flat.size // item_size_bytes * item_size_bytes].reshape(-1, item_size_bytes)
 
 
 @cuda.jit(device=True, inline=True)

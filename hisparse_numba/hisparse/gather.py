@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import device
 from ..device import cuda
-from ..itemcopy import copy_item_dev
+from ..itemcopy import copy_item_dev, item_rows
 from .gather_checks import GatherCall, check_gather, gather_flags_reference, raise_gather_flags
 
 LANES = 32
@@ -38,8 +38,7 @@ def gather_to_hot_buffer_reference(*, host_cache, device_buffer, src_locs, dst_l
     item = call.item_size_bytes
     raise_gather_flags(gather_flags_reference(src_locs, dst_locs, host_cache.nbytes // item,
                                               device_buffer.nbytes // item), call)
-    host_items = host_cache.reshape(-1).view(np.uint8)[:host_cache.nbytes // item * item].reshape(-1, item)
-    device_items = device_buffer.reshape(-1).view(np.uint8)[:device_buffer.nbytes // item * item].reshape(-1, item)
+    host_items, device_items = item_rows(host_cache, item), item_rows(device_buffer, item)
     device_items[dst_locs] = host_items[src_locs]
 
 

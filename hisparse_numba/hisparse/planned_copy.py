@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import device
 from ..device import cuda
-from ..itemcopy import copy_item_dev
+from ..itemcopy import copy_item_dev, item_rows
 from .planned_copy_checks import (NUM_REAL_VALUE, PlannedCopyCall, check_planned_copy,
                                   planned_copy_flags_reference, raise_planned_copy_flags)
 
@@ -46,8 +46,7 @@ def copy_cache_planned_mla_reference(*, miss_src, miss_dst, miss_count, num_real
     if call.skip_io:
         return
     item = call.item_size_bytes
-    host_items = host_cache.reshape(-1).view(np.uint8)[:host_cache.nbytes // item * item].reshape(-1, item)
-    device_items = device_buffer.reshape(-1).view(np.uint8)[:device_buffer.nbytes // item * item].reshape(-1, item)
+    host_items, device_items = item_rows(host_cache, item), item_rows(device_buffer, item)
     for r in range(flags[NUM_REAL_VALUE][1]):
         n = int(miss_count[r])
         device_items[miss_dst[r, :n]] = host_items[miss_src[r, :n]]

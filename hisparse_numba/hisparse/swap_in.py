@@ -46,7 +46,7 @@ import numpy as np
 from .. import device
 from ..blockscan import block_exclusive_scan_dev
 from ..device import block_fill_dev, cuda
-from ..itemcopy import copy_items_flat_dev
+from ..itemcopy import copy_items_flat_dev, item_rows
 from .miss_plan import placeholder_plan
 from .swap_in_checks import (NUM_REAL_VALUE, SwapInCall, check_swap_in, raise_swap_in_flags,
                              swap_in_flags_reference)
@@ -77,8 +77,7 @@ def load_cache_to_device_buffer_mla_reference(
     raise_swap_in_flags(flags, call)
     num_real = flags[NUM_REAL_VALUE][1]
     K, H, item = call.num_top_k, call.hot_buffer_size, call.item_size_bytes
-    host_items = host_cache.reshape(-1).view(np.uint8)[:host_cache.nbytes // item * item].reshape(-1, item)
-    device_items = device_buffer.reshape(-1).view(np.uint8)[:device_buffer.nbytes // item * item].reshape(-1, item)
+    host_items, device_items = item_rows(host_cache, item), item_rows(device_buffer, item)
 
     for b in range(call.batch):
         out = top_k_device_locs[b, :K]

@@ -169,8 +169,8 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
                     req_pool_indices, seq_lens, state, num_real_reqs, miss_src, miss_dst,
                     miss_count)
     check_no_overlap(args, state)
-    if checks == "full":
-        value_checks(call, on_device=for_kernel)
+    if checks == "full":   # device arrays are checked on the device, host arrays in NumPy
+        value_checks(call, on_device=for_kernel or not isinstance(top_k_tokens, np.ndarray))
     return call
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...itemcopy import item_rows
 from ..spec_hash import KNUTH, MASK32, h0, h1, hash_erase_reference, hash_insert_reference, knuth_hash
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
                           COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED, approximate_candidate,
@@ -59,10 +60,7 @@ def copy_items_reference(host_cache, device_buffer, src, dst, item) -> None:
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     if src.size == 0:
         return
-    hb = host_cache.reshape(-1).view(np.uint8)
-    db = device_buffer.reshape(-1).view(np.uint8)
-    hb = hb[:hb.size // item * item].reshape(-1, item)
-    db[:db.size // item * item].reshape(-1, item)[dst] = hb[src]
+    item_rows(device_buffer, item)[dst] = item_rows(host_cache, item)[src]
 
 
 INVALID, TAIL, HOT, MISS = 0, 1, 2, 3     # kinds of occurrence (an unbacked miss is INVALID)
