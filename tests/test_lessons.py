@@ -2,11 +2,10 @@
 
 Shipped form: each exercise cell (tagged ``exercise``) prints a ``wrong:`` or ``not yet:`` line and
 nothing raises outside ``raises-exception`` cells. Solved form: ``lessons/solutions/NN.py`` replaces
-the exercise cells and every one prints ``right``. The runner's own logic is checked on a copy of
-lesson 00 converted by hand to the exercise conventions (``converted_00``)."""
+the exercise cells and every one prints ``right``. The runner's own logic is checked on a tiny
+lesson written for the purpose (``tiny_lesson``), so that it does not depend on a real lesson."""
 
 import json
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -70,50 +69,52 @@ def test_lesson_runs_headless_solved(lesson, tmp_path):
     assert (tmp_path / runner.SOLVED_SUBDIR / lesson.path.name).exists()
 
 
-# ----------------------------------------------------------------- the runner on a converted copy
+# ----------------------------------------------------------------- the runner on a tiny lesson
 
-STUB_00 = '''\
+STUB = '''\
 def plan_for():
     raise NotImplementedError("hint: one host item, one device row (about 2 lines)")
 
 try:
     src, dst = plan_for()
+    print("right: one item" if (src, dst) == (5, 1) else "wrong: not that item")
 except NotImplementedError as exc:
     print(f"not yet: {exc}")
 '''
+ANSWER = STUB.replace('raise NotImplementedError("hint: one host item, one device row (about 2 lines)")',
+                      "return 5, 1")
 
 
 @pytest.fixture
-def converted_00(tmp_path):
-    """Lesson 00 as the exercise conventions want it: the exercise cell tagged and stubbed, its
-    answer in solutions/00.py, the notebook metadata filled in."""
+def tiny_lesson(tmp_path):
+    """A one-exercise lesson in the exercise conventions: the exercise cell tagged and stubbed,
+    its answer in solutions/00.py, the notebook metadata filled in."""
     lessons = tmp_path / "lessons"
     (lessons / "solutions").mkdir(parents=True)
-    nb = nbformat.read(LESSONS[0].path, as_version=4)
-    index = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "your answer" in c.source)
-    answer = nb.cells[index].source
-    nb.cells[index].source = STUB_00
-    nb.cells[index].metadata.update({"tags": ["exercise"], "exercise": "00-a"})
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# 00 · A tiny lesson for the runner's tests"),
+                nbformat.v4.new_code_cell("print('setup')"),
+                nbformat.v4.new_code_cell(STUB, metadata={"tags": ["exercise"], "exercise": "00-a"})]
     nb.metadata["hisparse"] = {"minutes": 20, "prerequisites": [], "objectives": ["gather"],
                                "error": "none: the on-ramp", "kernel_module": "hisparse_numba.hisparse.gather"}
-    nbformat.write(nb, lessons / LESSONS[0].path.name)
-    (lessons / "solutions" / "00.py").write_text(f"# exercise: 00-a\n{answer}\n")
+    nbformat.write(nb, lessons / "00-tiny.ipynb")
+    (lessons / "solutions" / "00.py").write_text(f"# exercise: 00-a\n{ANSWER}\n")
     return runner.discover(lessons)[0]
 
 
-def test_sections_and_substitution(tmp_path, converted_00):
-    sections = sol.read_sections(converted_00.path.parent / "solutions" / "00.py")
-    assert list(sections) == ["00-a"] and "your answer" in sections["00-a"]
-    solved, shipped = runner.load(converted_00, solved=True), runner.load(converted_00)
+def test_sections_and_substitution(tmp_path, tiny_lesson):
+    sections = sol.read_sections(tiny_lesson.path.parent / "solutions" / "00.py")
+    assert list(sections) == ["00-a"] and "return 5, 1" in sections["00-a"]
+    solved, shipped = runner.load(tiny_lesson, solved=True), runner.load(tiny_lesson)
     [(index, ex)] = sol.exercise_cells(solved)
     assert ex == "00-a" and solved.cells[index].source == sections["00-a"]
-    assert "NotImplementedError" in shipped.cells[index].source
+    assert "NotImplementedError(" in shipped.cells[index].source and "return 5, 1" not in shipped.cells[index].source
 
 
-def test_mismatched_solutions_are_named(converted_00):
-    (converted_00.path.parent / "solutions" / "00.py").write_text("# exercise: 00-b\npass\n")
+def test_mismatched_solutions_are_named(tiny_lesson):
+    (tiny_lesson.path.parent / "solutions" / "00.py").write_text("# exercise: 00-b\npass\n")
     with pytest.raises(sol.SolutionsFileError, match=r"no section for \['00-a'\]; no cell for \['00-b'\]"):
-        runner.load(converted_00, solved=True)
+        runner.load(tiny_lesson, solved=True)
 
 
 def test_verdicts_are_read_from_the_printed_lines():
@@ -131,53 +132,60 @@ def test_verdicts_are_read_from_the_printed_lines():
 
 
 @pytest.mark.slow
-def test_the_runner_on_a_converted_lesson_in_both_forms(converted_00, tmp_path, capfd):
-    shipped = runner.run_lesson(converted_00, tmp_path / "out", progress=False)
+def test_the_runner_on_a_tiny_lesson_in_both_forms(tiny_lesson, tmp_path, capfd):
+    shipped = runner.run_lesson(tiny_lesson, tmp_path / "out", progress=False)
     assert shipped.ok and shipped.verdicts == [("00-a", "not yet")], shipped.line()
-    solved = runner.run_lesson(converted_00, tmp_path / "out", solved=True, progress=False)
+    solved = runner.run_lesson(tiny_lesson, tmp_path / "out", solved=True, progress=False)
     assert solved.ok and solved.verdicts == [("00-a", "right")], solved.line()
     assert "[00-a right]" in solved.line() and "solved" in solved.line()
-    assert converted_00.line().split()[:7] == ["00", "The", "hot", "buffer:", "HiSparse", "in", "one"]
-    assert "20 min" in converted_00.line() and "none: the on-ramp" in converted_00.line()
+    assert tiny_lesson.line().split()[:4] == ["00", "A", "tiny", "lesson"]
+    assert "20 min" in tiny_lesson.line() and "none: the on-ramp" in tiny_lesson.line()
     out, err = capfd.readouterr()               # the kernels' own stderr included
     assert "without encryption" not in out + err and "Parent appears to have exited" not in out + err
 
 
-def test_a_shipped_exercise_that_prints_right_fails_the_shipped_form(converted_00, tmp_path, monkeypatch):
-    """A solution left in a shipped notebook is caught (without running a kernel)."""
+def _printing(text):
+    """A fake ``runner._execute`` whose exercise cells all printed ``text``."""
     def execute(lesson, timeout, solved=False, progress=True):
         nb = runner.load(lesson, solved)
-        for _, cell in [(i, nb.cells[i]) for i, _ in sol.exercise_cells(nb)]:
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="right: well done\n")]
+        for index, _ in sol.exercise_cells(nb):
+            nb.cells[index].outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
         return nb, None
-    monkeypatch.setattr(runner, "_execute", execute)
-    result = runner.run_lesson(converted_00, tmp_path)
+    return execute
+
+
+def test_a_shipped_exercise_that_prints_right_fails_the_shipped_form(tiny_lesson, tmp_path, monkeypatch):
+    """A solution left in a shipped notebook is caught (without running a kernel)."""
+    monkeypatch.setattr(runner, "_execute", _printing("right: well done\n"))
+    result = runner.run_lesson(tiny_lesson, tmp_path)
     assert not result.ok and "should print wrong:/not yet:: 00-a printed right" in result.line()
-    assert runner.run_lesson(converted_00, tmp_path, solved=True).ok
+    assert runner.run_lesson(tiny_lesson, tmp_path, solved=True).ok
 
 
 def _fake_executions(monkeypatch, failures):
     """Make ``runner._execute`` return the lesson unexecuted, with ``failures`` in turn."""
     calls = []
 
+    printed = _printing("not yet: write it\n")
+
     def execute(lesson, timeout, solved=False, progress=True):
         calls.append(lesson.id)
-        return nbformat.read(lesson.path, as_version=4), failures[len(calls) - 1]
+        return printed(lesson, timeout, solved)[0], failures[len(calls) - 1]
 
     monkeypatch.setattr(runner, "_execute", execute)
     return calls
 
 
-def test_a_failure_of_the_notebook_machinery_gets_a_second_kernel(monkeypatch, tmp_path):
+def test_a_failure_of_the_notebook_machinery_gets_a_second_kernel(monkeypatch, tmp_path, tiny_lesson):
     calls = _fake_executions(monkeypatch, [AssertionError(), None])
-    result = runner.run_lesson(LESSONS[0], tmp_path)
+    result = runner.run_lesson(tiny_lesson, tmp_path)
     assert result.ok and len(calls) == 2
     assert "second kernel; the first failed: AssertionError" in result.line()
 
 
-def test_a_cell_timeout_is_not_retried(monkeypatch, tmp_path):
+def test_a_cell_timeout_is_not_retried(monkeypatch, tmp_path, tiny_lesson):
     from nbclient.exceptions import CellTimeoutError
     calls = _fake_executions(monkeypatch, [CellTimeoutError("cell timed out"), None])
-    result = runner.run_lesson(LESSONS[0], tmp_path)
+    result = runner.run_lesson(tiny_lesson, tmp_path)
     assert not result.ok and len(calls) == 1
     assert "CellTimeoutError: cell timed out" in result.line()
