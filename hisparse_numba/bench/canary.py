@@ -31,9 +31,10 @@ from . import harness
 def add_arguments(parser) -> None:
     parser.add_argument("--batch", type=int, default=4096, help="requests per step (<= 4096)")
     parser.add_argument("--prefix", type=int, default=256, help="cached tokens per request")
-    parser.add_argument("--real-kv", choices=["none", "partial", "all"], default="none")
+    parser.add_argument("--real-kv", choices=["none", "partial", "all"], default="none",
+                        help="which requests hash their real KV bytes into the canary (default none)")
     parser.add_argument("--kv-bytes", type=int, default=576, help="real-KV bytes per token (multiple of 16)")
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--iters", type=int, default=20, help="timed calls per figure (default 20)")
 
 
 def run(args) -> int:

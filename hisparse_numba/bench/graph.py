@@ -16,9 +16,9 @@ from . import harness
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--batches", default="1,8,64")
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--batches", default="1,8,64", help="comma-separated batch sizes (default 1,8,64)")
+    parser.add_argument("--layers", type=int, default=8, help="speculative swap-ins per captured step (default 8)")
+    parser.add_argument("--iters", type=int, default=20, help="timed steps per figure (default 20)")
 
 
 def _host_us(fn, iters):

@@ -38,10 +38,14 @@ SGLANG_US = {1: 28.0, 8: 92.0, 64: 613.0}
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64],
+                        help="batch sizes to time (default: 1 2 4 8 16 32 64)")
+    parser.add_argument("--iters", type=int, default=20, help="timed calls per figure (default 20)")
     parser.add_argument("--variants", nargs="+",
-                        default=["lru_1_full", "spec_1_full", "spec_4_full", "spec_1_full_3_shared"])
+                        default=["lru_1_full", "spec_1_full", "spec_4_full", "spec_1_full_3_shared"],
+                        help="what to time: lru_1_full (four single-step calls), spec_1_full (one "
+                             "speculative call), spec_4_full (four index layers), spec_1_full_3_shared "
+                             "(an anchor call plus three plan replays); default all four")
 
 
 def selections(batch: int, calls: int, hits_base: int = 0) -> np.ndarray:

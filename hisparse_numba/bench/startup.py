@@ -30,7 +30,7 @@ FAMILIES = {
 def add_arguments(parser) -> None:
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families")
     parser.add_argument("--batch", type=int, default=64, help="batch of the call split (swap-in, speculative)")
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--iters", type=int, default=20, help="timed calls per figure (default 20)")
     parser.add_argument("--no-fresh", action="store_true", help="skip the cold/warm subprocesses")
     parser.add_argument("--child", help=argparse_hidden())
 

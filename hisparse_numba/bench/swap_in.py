@@ -29,12 +29,12 @@ from . import harness
 
 def add_arguments(parser) -> None:
     parser.add_argument("--batches", default="1,2,4,8,16,32,64", help="comma-separated batch sizes")
-    parser.add_argument("--top-k", type=int, default=2048)
-    parser.add_argument("--hot-buffer", type=int, default=4096)
+    parser.add_argument("--top-k", type=int, default=2048, help="selected positions per request (default 2048)")
+    parser.add_argument("--hot-buffer", type=int, default=4096, help="hot slots per request (default 4096)")
     parser.add_argument("--item-size", type=int, default=512, help="bytes per item (multiple of 16)")
-    parser.add_argument("--miss-rate", type=float, default=0.2)
-    parser.add_argument("--block-size", type=int, default=1024)
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--miss-rate", type=float, default=0.2, help="share of the top-k that misses (default 0.2)")
+    parser.add_argument("--block-size", type=int, default=1024, help="threads per block (default 1024)")
+    parser.add_argument("--iters", type=int, default=20, help="timed calls per figure (default 20)")
 
 
 class Workload:

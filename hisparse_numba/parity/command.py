@@ -36,10 +36,10 @@ NOT_COMPARED = [
 def add_arguments(parser) -> None:
     parser.add_argument("--small", action="store_true",
                         help="simulator-sized problems instead of sglang's benchmark shape")
-    parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--seed", type=int, default=20261130, help="seed of the random inputs")
     parser.add_argument("--plan-problems", type=int, default=24, help="random kv-canary plan problems")
     parser.add_argument("--iters", type=int, default=20, help="timed calls per side")
-    parser.add_argument("--no-timing", action="store_true")
+    parser.add_argument("--no-timing", action="store_true", help="compare only; do not time both sides")
     parser.add_argument("--out", help="also write the Markdown report to this file")
     parser.add_argument("--cases", default=",".join(CASE_GROUPS),
                         help=f"comma-separated groups among {', '.join(CASE_GROUPS)} (default: all)")
