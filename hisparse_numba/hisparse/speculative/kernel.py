@@ -26,7 +26,7 @@ from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MISS, NO_OCCUR
                          publish_dev, table_find_dev, table_insert_dev, wait_for_tiles_dev)
 
 
-@cuda.jit(device=True)
+@cuda.jit(device=True, inline=True)
 def fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now):
     """Miss ``u``'s fallback: the first slot not stamped E in Knuth-hash order from
     ``cursor + u * KNUTH`` (mod 2^32, mod H), stamped E; -1 if none (reference:
