@@ -99,7 +99,7 @@ def test_ci_runs_the_readme_test_command():
 
 def test_make_test_installs_nvvm_only_when_asked():
     def install_line(*args):
-        out = subprocess.run(["make", "-n", "test", *args], cwd=ROOT, capture_output=True, text=True,
+        out = subprocess.run(["make", "-n", "-B", "test", *args], cwd=ROOT, capture_output=True, text=True,
                              env=dict(os.environ, MAKEFLAGS=""))
         assert out.returncode == 0, out.stderr
         return next(l for l in out.stdout.splitlines() if "pip install" in l and "-e" in l)
