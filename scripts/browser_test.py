@@ -37,6 +37,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from process_marks import marked_processes  # scripts/, beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "HISPARSE_BROWSER_TEST_ID"
@@ -55,20 +56,6 @@ def find_chromium(given: str | None) -> str:
         if path:
             return path
     sys.exit("no Chromium found: apt-get install chromium (or pass --chromium PATH)")
-
-
-def marked_processes(marker: str) -> list[int]:
-    """Processes whose environment carries this run's marker (JupyterLab and its kernels)."""
-    needle = f"{MARKER}={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 def wait_for_lab(url: str, process: subprocess.Popen, timeout: float):
@@ -211,7 +198,7 @@ def main(argv=None) -> int:
             lab.wait(timeout=15)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
-        leftovers = marked_processes(marker)  # a kernel runs in its own session
+        leftovers = marked_processes(MARKER, marker)  # a kernel runs in its own session
         for pid in leftovers:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -41,6 +41,7 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+from process_marks import marked_processes  # scripts/, beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = "learner"
@@ -182,20 +183,6 @@ def execute_cells(hub: Hub, ws_base: str, notebook: dict, kernel_name: str, cell
     return failures
 
 
-def processes_with_marker(smoke_id: str) -> list[int]:
-    """Processes whose environment carries this run's marker (servers and kernels it spawned)."""
-    needle = f"{MARKER}={smoke_id}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 def stop(pids: list[int], grace: float = 5.0):
     for pid in pids:
         try:
@@ -303,7 +290,7 @@ def main(argv=None) -> int:
         except subprocess.TimeoutExpired:
             os.killpg(hub_process.pid, signal.SIGKILL)
         # the hub, its proxy, the server and the kernel all inherit the marker
-        leftovers = processes_with_marker(smoke_id)
+        leftovers = marked_processes(MARKER, smoke_id)
         if leftovers:
             print(f"cleanup: ending leftover processes {leftovers}", flush=True)
             stop(leftovers)
