@@ -306,3 +306,17 @@ def raise_first(verdict: list, messages: list) -> None:
     for (count, first), message in zip(verdict, messages):
         if count and message is not None:
             fail(message(first))
+
+
+def settle(call, raise_flags, value_condition=None):
+    """Take the verdict of ``call.pending`` (a ``device.ValueCheck``): ``raise_flags(verdict,
+    call)`` raises the first failed condition's ``ValueError``; otherwise the call comes back with
+    ``pending=None`` and, with ``value_condition``, ``num_real`` set to the value that condition
+    carried back. A call without a pending check is returned as it is."""
+    if call.pending is None:
+        return call
+    verdict = call.pending.verdict()
+    raise_flags(verdict, call)
+    if value_condition is not None and verdict[value_condition][0]:
+        return call._replace(pending=None, num_real=verdict[value_condition][1])
+    return call._replace(pending=None)    # (compile-only mode runs no kernel: nothing came back)

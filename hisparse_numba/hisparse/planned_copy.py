@@ -24,10 +24,11 @@ import functools
 import numpy as np
 
 from .. import device
-from ..device import cuda
+from ..device import cuda, gate_closed_dev
 from ..itemcopy import copy_item_dev, item_rows
 from .planned_copy_checks import (NUM_REAL_VALUE, PlannedCopyCall, check_planned_copy,
-                                  planned_copy_flags_reference, raise_planned_copy_flags)
+                                  planned_copy_flags_reference, raise_planned_copy_flags,
+                                  settle_planned_copy)
 
 LANES = 32
 
@@ -56,7 +57,9 @@ def copy_cache_planned_mla_reference(*, miss_src, miss_dst, miss_count, num_real
 def planned_copy_kernel(skip_io: bool):
     @cuda.jit
     def kernel(miss_src, miss_dst, miss_count, num_real_reqs, host_words, device_words,
-               words_per_item):
+               words_per_item, gate):
+        if gate_closed_dev(gate):                  # the call's value check rejected it
+            return
         gtid = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
         group = gtid // LANES
         lane = gtid % LANES
@@ -81,7 +84,8 @@ def launch_unchecked(call: PlannedCopyCall) -> None:
         return
     device.launch(planned_copy_kernel(call.skip_io), call.num_blocks, call.block_size, call.miss_src,
                   call.miss_dst, call.miss_count, call.num_real_reqs, device.byte_words(call.host_cache),
-                  device.byte_words(call.device_buffer), call.item_size_bytes // 8)
+                  device.byte_words(call.device_buffer), call.item_size_bytes // 8,
+                  device.open_gate() if call.gate is None else call.gate)
 
 
 def copy_cache_planned_mla(*, miss_src, miss_dst, miss_count, num_real_reqs, host_cache,
@@ -103,5 +107,6 @@ def copy_cache_planned_mla(*, miss_src, miss_dst, miss_count, num_real_reqs, hos
                               num_real_reqs=num_real_reqs, host_cache=host_cache,
                               device_buffer=device_buffer, item_size_bytes=item_size_bytes,
                               num_blocks=num_blocks, block_size=block_size, skip_io=skip_io,
-                              checks=checks)
-    launch_unchecked(call)
+                              checks=checks, defer=True)
+    launch_unchecked(call)           # gated: writes nothing if the value check rejects the plan
+    settle_planned_copy(call)

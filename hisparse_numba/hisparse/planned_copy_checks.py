@@ -1,7 +1,7 @@
 """The preconditions of the miss-plan replay (``planned_copy.py``), checked before anything is written.
 
 Python types, dtypes and layouts are checked on the host (sglang's plan texts first). The values
-are checked on the device in one pass (:func:`planned_copy_value_flags`: one launch, one block per
+are checked on the device in one pass (:func:`start_planned_copy_check`: one launch, one block per
 plan row, one 128-byte read-back); :func:`planned_copy_flags_reference` is the same verdict in
 NumPy. The conditions (each flag's index is the plan row):
 
@@ -23,8 +23,8 @@ import numpy as np
 from .. import device
 from ..checks import (FlagTally, check_block_size, check_flag, check_int, check_item_buffer, check_item_copy,
                       check_miss_plan, check_mode, check_no_overlap, claim_epoch, describe, fail,
-                      require_array)
-from ..device import CHECK_CONDITIONS, cuda, flag_bad_dev
+                      require_array, settle)
+from ..device import CHECK_CONDITIONS, cuda, flag_bad_dev, report_value_dev
 
 NUM_REAL, COUNT, SOURCE, DESTINATION = range(4)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
@@ -45,6 +45,8 @@ class PlannedCopyCall(NamedTuple):
     num_real_reqs: object      # [1] int32 device array
     host_cache: object
     device_buffer: object
+    gate: object = None        # the value check's flags (device.start_check); None: always open
+    pending: object = None     # that check's device.ValueCheck until settle_planned_copy
 
 
 def plan_rows(call: PlannedCopyCall) -> int:
@@ -95,7 +97,7 @@ def planned_copy_check_kernel(miss_src, miss_dst, miss_count, num_real_reqs, row
     tid = cuda.threadIdx.x
     num_real = num_real_reqs[0]
     if r == 0 and tid == 0:
-        flag_bad_dev(flags, NUM_REAL_VALUE, num_real)
+        report_value_dev(flags, NUM_REAL_VALUE, num_real)
         if num_real < 0 or num_real > rows:
             flag_bad_dev(flags, NUM_REAL, 0)
     if r >= num_real or r >= rows:
@@ -118,13 +120,13 @@ def planned_copy_check_kernel(miss_src, miss_dst, miss_count, num_real_reqs, row
         m += cuda.blockDim.x
 
 
-def planned_copy_value_flags(call: PlannedCopyCall) -> list:
-    """Run :func:`planned_copy_check_kernel` on ``call`` (one launch, one read-back); the verdict."""
+def start_planned_copy_check(call: PlannedCopyCall) -> device.ValueCheck:
+    """Enqueue :func:`planned_copy_check_kernel` on ``call`` (``device.start_check``)."""
     item = call.item_size_bytes
     device_items = call.device_buffer.nbytes // item
     claims, epoch = claim_epoch(device_items)
     rows = plan_rows(call)
-    return device.check_flags(
+    return device.start_check(
         planned_copy_check_kernel, max(rows, 1), CHECK_BLOCK, call.miss_src, call.miss_dst,
         call.miss_count, call.num_real_reqs, np.int64(rows), np.int64(plan_columns(call)),
         np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, np.int32(epoch))
@@ -180,10 +182,12 @@ def raise_planned_copy_flags(flags, call: PlannedCopyCall) -> None:
 
 def check_planned_copy(*, miss_src, miss_dst, miss_count, num_real_reqs, host_cache,
                        device_buffer, item_size_bytes, num_blocks, block_size, skip_io=False,
-                       checks="full") -> PlannedCopyCall:
+                       checks="full", defer=False) -> PlannedCopyCall:
     """Every precondition of the replay, checked before anything is written; the accepted call.
 
     ``checks="shapes"`` skips the device-side value pass (``num_real`` of the call is then None).
+    ``defer=True``: return once the value pass is enqueued; :func:`settle_planned_copy` takes its
+    verdict after the launcher enqueued the gated kernel (as ``check_swap_in``).
     """
     full = check_mode(checks)
     if miss_src is None or miss_dst is None or miss_count is None:
@@ -220,8 +224,13 @@ def check_planned_copy(*, miss_src, miss_dst, miss_count, num_real_reqs, host_ca
         miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count, num_real_reqs=num_real_reqs,
         host_cache=host_cache, device_buffer=device_buffer)
     if full:
-        flags = planned_copy_value_flags(call)
-        raise_planned_copy_flags(flags, call)
-        if flags[NUM_REAL_VALUE][0]:          # (compile-only mode runs no kernel: nothing came back)
-            call = call._replace(num_real=flags[NUM_REAL_VALUE][1])
+        check = start_planned_copy_check(call)
+        call = call._replace(gate=check.gate, pending=check)
+        if not defer:
+            call = settle_planned_copy(call)
     return call
+
+
+def settle_planned_copy(call: PlannedCopyCall) -> PlannedCopyCall:
+    """Wait for ``call``'s value check: raise its ``ValueError`` or return the settled call."""
+    return settle(call, raise_planned_copy_flags, NUM_REAL_VALUE)

@@ -45,14 +45,14 @@ import numpy as np
 
 from .. import device
 from ..blockscan import block_exclusive_scan_dev
-from ..device import block_fill_dev, cuda
+from ..device import block_fill_dev, cuda, gate_closed_dev
 from ..itemcopy import copy_items_flat_dev, item_rows
 from .miss_plan import placeholder_plan
 from .swap_in_checks import (NUM_REAL_VALUE, SwapInCall, check_swap_in, raise_swap_in_flags,
-                             swap_in_flags_reference)
+                             settle_swap_in, swap_in_flags_reference)
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
-__all__ = ["SwapInCall", "check_swap_in", "kernel_args", "launch_unchecked",
+__all__ = ["SwapInCall", "check_swap_in", "kernel_args", "launch_unchecked", "settle_swap_in",
            "load_cache_to_device_buffer_mla", "load_cache_to_device_buffer_mla_reference",
            "swap_in_kernel"]
 
@@ -130,7 +130,9 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
     @cuda.jit
     def kernel(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
                host_words, device_words, top_k_device_locs, req_pool_indices, seq_lens,
-               lru_slots, num_real_reqs, miss_src, miss_dst, miss_count, words_per_item):
+               lru_slots, num_real_reqs, miss_src, miss_dst, miss_count, words_per_item, gate):
+        if gate_closed_dev(gate):                     # the call's value check rejected it
+            return
         # Hash of the selected positions; after the hit scan, the miss copy list:
         # [0, K) host rows, [K, 2K) device rows.
         s_hash = cuda.shared.array(HASH_SIZE, np.int64)
@@ -278,7 +280,8 @@ def kernel_args(call: SwapInCall) -> tuple:
               call.device_buffer_locs, device.byte_words(call.host_cache),
               device.byte_words(call.device_buffer), call.top_k_device_locs, call.req_pool_indices,
               call.seq_lens, call.lru_slots, call.num_real_reqs, miss_src, miss_dst, miss_count)
-    return tuple(device.kernel_array(a) for a in arrays) + (call.item_size_bytes // 8,)
+    gate = device.open_gate() if call.gate is None else call.gate
+    return tuple(device.kernel_array(a) for a in arrays) + (call.item_size_bytes // 8, gate)
 
 
 def launch_unchecked(call: SwapInCall, prepared_args: tuple | None = None) -> None:
@@ -326,8 +329,10 @@ def load_cache_to_device_buffer_mla(
     pass, before anything is written (``swap_in_checks``); ``checks="shapes"`` skips that pass, for
     callers that validated the values upstream: an invalid value then corrupts memory silently.
     """
-    launch_unchecked(check_swap_in(
+    call = check_swap_in(
         top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots, item_size_bytes,
         num_top_k, hot_buffer_size, page_size, block_size, num_real_reqs, miss_src, miss_dst,
-        miss_count, skip_io, checks))
+        miss_count, skip_io, checks, defer=True)
+    launch_unchecked(call)           # gated: writes nothing if the value check rejects the call
+    settle_swap_in(call)

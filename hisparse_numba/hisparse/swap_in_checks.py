@@ -3,8 +3,9 @@
 sglang's own checks come first, with its texts; then the checks it leaves out although breaking
 them corrupts memory or state silently (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``).
 Python types, shapes, dtypes and layouts are checked on the host. The values the kernel indexes
-with are checked on the device in one pass (:func:`swap_in_value_flags`: one launch of
-:func:`swap_in_check_kernel`, one block per batch row, one 128-byte read-back), so validation costs
+with are checked on the device in one pass (:func:`start_swap_in_check`: one launch of
+:func:`swap_in_check_kernel`, one block per batch row, one 136-byte read-back that the launcher
+awaits after enqueuing its gated kernel), so validation costs
 no host copy of the tables and no memory that grows with ``seq_lens``;
 :func:`swap_in_flags_reference` is the same verdict in NumPy. Only a rejected call reads the
 offending row back, to say what is wrong with it. ``checks="shapes"`` skips the device pass.
@@ -36,8 +37,8 @@ from .. import device
 from ..checks import (FlagTally, agreed_rows, check_block_size, check_dtype, check_dtype_in, check_flag,
                       check_inner_contiguous, check_int, check_item_buffer, check_item_copy,
                       check_miss_plan, check_mode, check_ndim, check_no_overlap, claim_epoch, describe,
-                      fail, require_array, row_stride)
-from ..device import CHECK_CONDITIONS, block_fill_dev, cuda, flag_bad_dev
+                      fail, require_array, row_stride, settle)
+from ..device import CHECK_CONDITIONS, block_fill_dev, cuda, flag_bad_dev, report_value_dev
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 MAX_SLOTS = 32767  # slot ids and lanes are int16
@@ -77,6 +78,8 @@ class SwapInCall(NamedTuple):
     miss_src: object = None
     miss_dst: object = None
     miss_count: object = None
+    gate: object = None        # the value check's flags (device.start_check); None: always open
+    pending: object = None     # that check's device.ValueCheck until settle_swap_in takes its verdict
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +183,7 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
         tid = cuda.threadIdx.x
         num_real = num_real_reqs[0]
         if b == 0 and tid == 0:
-            flag_bad_dev(flags, NUM_REAL_VALUE, num_real)
+            report_value_dev(flags, NUM_REAL_VALUE, num_real)
             if num_real < 0 or num_real > top_k_tokens.shape[0]:
                 flag_bad_dev(flags, NUM_REAL, 0)
         if b >= num_real:
@@ -276,12 +279,12 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
     return kernel
 
 
-def swap_in_value_flags(call: SwapInCall) -> list:
-    """Run :func:`swap_in_check_kernel` on ``call`` (one launch, one read-back); the verdict."""
+def start_swap_in_check(call: SwapInCall) -> device.ValueCheck:
+    """Enqueue :func:`swap_in_check_kernel` on ``call`` (``device.start_check``)."""
     item = call.item_size_bytes
     device_items = call.device_buffer.nbytes // item
     claims, epoch = claim_epoch(device_items)
-    return device.check_flags(
+    return device.start_check(
         swap_in_check_kernel(call.num_top_k, call.hot_buffer_size), call.batch, CHECK_BLOCK,
         call.top_k_tokens, call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
         call.req_pool_indices, call.seq_lens, call.lru_slots, call.num_real_reqs,
@@ -399,7 +402,7 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
                   device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots,
                   item_size_bytes, num_top_k, hot_buffer_size, page_size=1, block_size=256,
                   num_real_reqs=None, miss_src=None, miss_dst=None, miss_count=None,
-                  skip_io=False, checks="full") -> SwapInCall:
+                  skip_io=False, checks="full", defer=False) -> SwapInCall:
     """Every precondition of the single-step swap-in, checked before anything is written.
 
     Takes the launcher's arguments, in its order (``page_size`` is unused, as in sglang), so that
@@ -410,6 +413,10 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
     (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``). With ``checks="full"`` (the
     default) the values are checked on the device (see the module docstring); ``"shapes"`` skips
     that pass. Returns the accepted call for :func:`swap_in.launch_unchecked`.
+
+    ``defer=True`` (the public launcher) returns as soon as the device pass is enqueued: the call
+    then carries its ``gate`` and ``pending`` check, the launcher enqueues the gated kernel and
+    :func:`settle_swap_in` takes the verdict (and raises) afterwards, so the stream never waits.
     """
     full = check_mode(checks)
     arrays = dict(top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
@@ -512,8 +519,14 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
         miss_src=miss_src if record else None,
         miss_dst=miss_dst if record else None, miss_count=miss_count if record else None)
     if full and batch:
-        flags = swap_in_value_flags(call)
-        raise_swap_in_flags(flags, call)
-        if flags[NUM_REAL_VALUE][0]:          # (compile-only mode runs no kernel: nothing came back)
-            call = call._replace(num_real=flags[NUM_REAL_VALUE][1])
+        check = start_swap_in_check(call)
+        call = call._replace(gate=check.gate, pending=check)
+        if not defer:
+            call = settle_swap_in(call)
     return call
+
+
+def settle_swap_in(call: SwapInCall) -> SwapInCall:
+    """Wait for ``call``'s device value check: raise its ``ValueError``, or return the call with
+    ``num_real`` read back. A call without a pending check is returned as it is."""
+    return settle(call, raise_swap_in_flags, NUM_REAL_VALUE)

@@ -44,8 +44,8 @@ import numpy as np
 
 from .. import device
 from ..blockscan import block_exclusive_scan_dev
-from ..device import cuda, xp
-from .plan_checks import PLAN_BS_BLOCK_SIZE, CanaryPlanCall, check_canary_plan
+from ..device import cuda, gate_closed_dev, xp
+from .plan_checks import PLAN_BS_BLOCK_SIZE, CanaryPlanCall, check_canary_plan, settle_canary_plan
 from .plan_types import VerifyPlan, WritePlan  # noqa: F401  (the plan types, re-exported)
 
 
@@ -157,7 +157,9 @@ def _offsets_kernel(threads: int):
     @cuda.jit
     def canary_plan_offsets_kernel(req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut,
                                    lut_len, window, verify_capacity, scratch, verify_num_valid, enable,
-                                   write_offsets, write_seed_slot_indices, write_num_valid_reqs):
+                                   write_offsets, write_seed_slot_indices, write_num_valid_reqs, gate):
+        if gate_closed_dev(gate):      # the call's value check rejected it
+            return
         vsum = cuda.shared.array(threads, dtype=np.int64)
         wsum = cuda.shared.array(threads, dtype=np.int64)
         t = cuda.threadIdx.x
@@ -214,7 +216,9 @@ def _offsets_kernel(threads: int):
 def canary_plan_entries_kernel(scratch, enable, verify_capacity, req_pool_indices, prefix_lens,
                                extend_seq_lens, req_to_token, lut, lut_len, window, pool, valid_lens,
                                has_pool, offset, verify_slot_indices, verify_expected_tokens,
-                               verify_expected_positions, verify_prev_slot_indices):
+                               verify_expected_positions, verify_prev_slot_indices, gate):
+    if gate_closed_dev(gate):      # the call's value check rejected it
+        return
     bs = req_pool_indices.shape[0]
     total = scratch[bs]
     if total <= 0 or enable[0] == 0 or total > verify_capacity:
@@ -291,7 +295,8 @@ def launch_unchecked(call: CanaryPlanCall) -> None:
     device.launch(_offsets_kernel(threads), 1, threads, call.req_pool_indices, call.prefix_lens,
                   call.extend_seq_lens, call.req_to_token, lut, lut_len, window, cap, scratch,
                   vp.verify_num_valid, vp.enable, wp.write_offsets, wp.write_seed_slot_indices,
-                  wp.write_num_valid_reqs)
+                  wp.write_num_valid_reqs,
+                  device.open_gate() if call.gate is None else call.gate)
     if bs == 0:
         return
     blocks, threads = _entries_geometry(cap)
@@ -299,7 +304,8 @@ def launch_unchecked(call: CanaryPlanCall) -> None:
                   call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, call.req_to_token, lut,
                   lut_len, window, pool, valid_lens, has_pool, call.kv_token_id_vs_position_offset,
                   vp.verify_slot_indices, vp.verify_expected_tokens, vp.verify_expected_positions,
-                  vp.verify_prev_slot_indices)
+                  vp.verify_prev_slot_indices,
+                  device.open_gate() if call.gate is None else call.gate)
 
 
 def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
@@ -321,11 +327,13 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
     128-byte read-back (the call's only host synchronisation). ``checks="shapes"`` skips them, for
     a caller that validated the batch upstream; a bad value then reads out of bounds.
     """
-    launch_unchecked(check_canary_plan(
+    call = check_canary_plan(
         verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
         req_pool_indices=req_pool_indices, prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens,
         req_to_token=req_to_token, swa_window_size=swa_window_size,
         full_to_swa_index_mapping=full_to_swa_index_mapping, verify_capacity=verify_capacity,
         req_to_verify_expected_tokens=req_to_verify_expected_tokens,
         req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
-        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset, checks=checks))
+        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset, checks=checks, defer=True)
+    launch_unchecked(call)           # gated: writes nothing if the value check rejects the call
+    settle_canary_plan(call)

@@ -18,13 +18,14 @@ Lessons 02 (verify capacity) and 12 (capacity and SWA) teach two of these checks
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import device
 from ..checks import (CANARY_PREFIX, check_array, check_int, check_mode, check_no_overlap, describe, fail,
-                      raise_first, require_array)
+                      raise_first, require_array, settle)
 from ..device import cuda, flag_bad_dev
 from .plan_types import VerifyPlan, WritePlan
 
@@ -52,13 +53,15 @@ class CanaryPlanCall(NamedTuple):
     full_to_swa_index_mapping: object = None
     req_to_verify_expected_tokens: object = None
     req_to_verify_expected_tokens_valid_lens: object = None
+    gate: object = None        # the value check's flags (device.start_check); None: always open
+    pending: object = None     # that check's device.ValueCheck until the launcher settles it
 
 
 def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
                       extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
                       verify_capacity, req_to_verify_expected_tokens,
                       req_to_verify_expected_tokens_valid_lens, kv_token_id_vs_position_offset,
-                      fn: str = "launch_canary_plan_kernels", checks: str = "full",
+                      fn: str = "launch_canary_plan_kernels", checks: str = "full", defer: bool = False,
                       on_device: bool = True) -> CanaryPlanCall:
     """Every check of the plan launchers, in sglang's order; the accepted call.
 
@@ -150,7 +153,7 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
         req_to_verify_expected_tokens=req_to_verify_expected_tokens,
         req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens)
     if values:
-        check_plan_values(call, fn=fn, on_device=on_device)
+        call = check_plan_values(call, fn=fn, on_device=on_device, defer=defer)
     return call
 
 
@@ -205,20 +208,37 @@ def _at(a, i: int) -> int:
     return int(device.to_host(a[i:i + 1])[0])
 
 
-def check_plan_values(call: CanaryPlanCall, *, fn: str = "launch_canary_plan_kernels",
-                      on_device: bool = True) -> None:
-    """The value checks of ``call`` (module docstring): one kernel and one 128-byte read-back, or
-    NumPy with ``on_device=False``. Raises the first failing condition's ``ValueError``."""
-    if call.bs == 0:
-        return
-    max_reqs, max_seq_len = int(call.req_to_token.shape[0]), int(call.req_to_token.shape[1])
+def _value_args(call: CanaryPlanCall) -> tuple:
     pool = call.req_to_verify_expected_tokens
-    pool_rows = -1 if pool is None else int(pool.shape[0])
-    args = (call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, max_reqs, max_seq_len, pool_rows)
-    if on_device:
-        verdict = device.check_flags(plan_value_check_kernel, *_value_geometry(call.bs), *args)
-    else:
-        verdict = plan_value_verdict_reference(*args)
+    return (call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, int(call.req_to_token.shape[0]),
+            int(call.req_to_token.shape[1]), -1 if pool is None else int(pool.shape[0]))
+
+
+def check_plan_values(call: CanaryPlanCall, *, fn: str = "launch_canary_plan_kernels",
+                      on_device: bool = True, defer: bool = False) -> CanaryPlanCall:
+    """The value checks of ``call`` (module docstring): one kernel and one 136-byte read-back, or
+    NumPy with ``on_device=False``. Raises the first failing condition's ``ValueError``.
+
+    ``defer=True`` (the public launcher) returns the call with its ``gate`` and ``pending`` check
+    as soon as the check is enqueued; :func:`settle_canary_plan` raises after the gated launch."""
+    if call.bs == 0:
+        return call
+    if not on_device:
+        raise_plan_flags(plan_value_verdict_reference(*_value_args(call)), call, fn)
+        return call
+    check = device.start_check(plan_value_check_kernel, *_value_geometry(call.bs), *_value_args(call))
+    call = call._replace(gate=check.gate, pending=check)
+    return call if defer else settle(call, functools.partial(raise_plan_flags, fn=fn))
+
+
+def settle_canary_plan(call: CanaryPlanCall) -> CanaryPlanCall:
+    """Wait for ``call``'s value check: raise its ``ValueError`` or return the settled call."""
+    return settle(call, raise_plan_flags)
+
+
+def raise_plan_flags(verdict, call: CanaryPlanCall, fn: str = "launch_canary_plan_kernels") -> None:
+    """The ``ValueError`` of the first failed condition of a plan call's verdict (none: returns)."""
+    _, _, _, max_reqs, max_seq_len, pool_rows = _value_args(call)
     rp, prefix, extend = call.req_pool_indices, call.prefix_lens, call.extend_seq_lens
 
     def req_message(r):

@@ -29,14 +29,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
-from ..device import cuda
+from ..device import cuda, gate_closed_dev
 from .context import (VerifyOrWriteContext, append_violations_reference, canary_fields, fold_real_kv_dev,
                       fold_real_kv_reference, host_sources, record_violation_dev, source_arguments)
 from .hashing import (CANARY_FIELD_POSITION, CANARY_FIELD_PREV_HASH, CANARY_FIELD_REAL_KV_HASH,
                       CANARY_FIELD_TOKEN, CHAIN_HEAD_HASH, FailReason, as_int64_dev, mix3, slot_hash_dev,
                       to_signed64)
 from .plan import VerifyPlan
-from .verify_checks import CanaryVerifyCall, check_canary_verify
+from .verify_checks import CanaryVerifyCall, check_canary_verify, settle_canary_verify
 
 _CHAIN = int(FailReason.VERIFY_CHAIN_HASH_MISMATCH)
 _POSITION = int(FailReason.VERIFY_POSITION_MISMATCH)
@@ -92,7 +92,9 @@ def launch_canary_verify_kernel_reference(*, context: VerifyOrWriteContext, plan
 @cuda.jit
 def canary_verify_kernel(buf, slots, expected_tokens, expected_positions, prev_slots, num_valid, enable,
                          check_token, kind, ring, write_index, slot_run_counter, kernel_run_counter,
-                         src0, src1, src2, src3, src_params, num_sources):
+                         src0, src1, src2, src3, src_params, num_sources, gate):
+    if gate_closed_dev(gate):      # the call's value check rejected it
+        return
     k = cuda.grid(1)
     active = max(min(np.int64(num_valid[0]), slots.shape[0]), 0)
     if k == 0:
@@ -148,7 +150,8 @@ def launch_unchecked(call: CanaryVerifyCall) -> None:
                   plan.verify_prev_slot_indices, plan.verify_num_valid, plan.enable,
                   int(call.check_verify_expected_token), int(ctx.kernel_kind), ctx.violation_ring,
                   ctx.violation_write_index, ctx.slot_run_counter, ctx.kernel_run_counter, *words, params,
-                  n_src)
+                  n_src,
+                  device.open_gate() if call.gate is None else call.gate)
 
 
 def launch_canary_verify_kernel(*, context: VerifyOrWriteContext, plan: VerifyPlan,
@@ -161,6 +164,8 @@ def launch_canary_verify_kernel(*, context: VerifyOrWriteContext, plan: VerifyPl
     read-back). ``checks="shapes"`` skips that, for plans made by ``launch_canary_plan_kernels``
     from checked inputs on a canary buffer that covers ``req_to_token``'s slots.
     """
-    launch_unchecked(check_canary_verify(context=context, plan=plan,
-                                         check_verify_expected_token=check_verify_expected_token,
-                                         checks=checks))
+    call = check_canary_verify(context=context, plan=plan,
+                               check_verify_expected_token=check_verify_expected_token, checks=checks,
+                               defer=True)
+    launch_unchecked(call)           # gated: writes nothing if the value check rejects the call
+    settle_canary_verify(call)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import device
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, describe, fail, raise_first,
-                      require_array)
+                      require_array, settle)
 from ..device import cuda, flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan_types import VerifyPlan
@@ -34,6 +34,8 @@ class CanaryVerifyCall(NamedTuple):
     context: VerifyOrWriteContext
     plan: VerifyPlan
     check_verify_expected_token: bool
+    gate: object = None        # the value check's flags (device.start_check); None: always open
+    pending: object = None     # that check's device.ValueCheck until the launcher settles it
 
 
 PLAN_ARRAYS = ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
@@ -41,7 +43,7 @@ PLAN_ARRAYS = ("verify_slot_indices", "verify_expected_tokens", "verify_expected
 
 
 def check_canary_verify(*, context, plan, check_verify_expected_token, checks: str = "full",
-                        on_device: bool = True) -> CanaryVerifyCall:
+                        on_device: bool = True, defer: bool = False) -> CanaryVerifyCall:
     """Every check of the verify launcher and its reference; the accepted call.
     ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in NumPy."""
     values = check_mode(checks, prefix=CANARY_PREFIX)
@@ -63,7 +65,7 @@ def check_canary_verify(*, context, plan, check_verify_expected_token, checks: s
     check_launch_memory(context, {f"plan.{k}": v for k, v in plan.arrays().items()})
     call = CanaryVerifyCall(context=context, plan=plan, check_verify_expected_token=check_token)
     if values:
-        check_verify_values(call, on_device=on_device)
+        call = check_verify_values(call, on_device=on_device, defer=defer)
     return call
 
 
@@ -114,18 +116,35 @@ def _at(a, i: int) -> int:
     return int(device.to_host(a[i:i + 1])[0])
 
 
-def check_verify_values(call: CanaryVerifyCall, *, on_device: bool = True) -> None:
-    """The value checks of ``call`` (module docstring): one kernel, one 128-byte read-back (or
-    NumPy with ``on_device=False``). Raises the first failing condition's ``ValueError``."""
+def _value_args(call: CanaryVerifyCall) -> tuple:
+    plan = call.plan
+    return (plan.verify_slot_indices, plan.verify_prev_slot_indices, plan.verify_num_valid, plan.enable,
+            int(call.context.canary_buf.shape[0]))
+
+
+def check_verify_values(call: CanaryVerifyCall, *, on_device: bool = True,
+                        defer: bool = False) -> CanaryVerifyCall:
+    """The value checks of ``call`` (module docstring): one kernel, one 136-byte read-back (or
+    NumPy with ``on_device=False``). Raises the first failing condition's ``ValueError``.
+    ``defer=True``: as ``plan_checks.check_plan_values`` (:func:`settle_canary_verify` raises)."""
+    if not on_device:
+        raise_verify_flags(verify_value_verdict_reference(*_value_args(call)), call)
+        return call
+    geometry = _entries_geometry(int(call.plan.verify_slot_indices.shape[0]))
+    check = device.start_check(verify_value_check_kernel, *geometry, *_value_args(call))
+    call = call._replace(gate=check.gate, pending=check)
+    return call if defer else settle_canary_verify(call)
+
+
+def settle_canary_verify(call: CanaryVerifyCall) -> CanaryVerifyCall:
+    """Wait for ``call``'s value check: raise its ``ValueError`` or return the settled call."""
+    return settle(call, raise_verify_flags)
+
+
+def raise_verify_flags(verdict, call: CanaryVerifyCall) -> None:
+    """The ``ValueError`` of the first failed condition of a verify call's verdict (none: returns)."""
     plan = call.plan
     num_slots = int(call.context.canary_buf.shape[0])
-    args = (plan.verify_slot_indices, plan.verify_prev_slot_indices, plan.verify_num_valid, plan.enable,
-            num_slots)
-    if on_device:
-        geometry = _entries_geometry(int(plan.verify_slot_indices.shape[0]))
-        verdict = device.check_flags(verify_value_check_kernel, *geometry, *args)
-    else:
-        verdict = verify_value_verdict_reference(*args)
 
     def slot_message(k):
         return (f"kv-canary: plan.verify_slot_indices[{k}]={_at(plan.verify_slot_indices, k)} is outside "

@@ -39,14 +39,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
-from ..device import cuda
+from ..device import cuda, gate_closed_dev
 from .context import (VerifyOrWriteContext, append_violations_reference, canary_fields, fold_real_kv_dev,
                       fold_real_kv_reference, host_sources, record_violation_dev, source_arguments)
 from .hashing import (CHAIN_HEAD_HASH, CANARY_FIELD_POSITION, CANARY_FIELD_PREV_HASH,
                       CANARY_FIELD_REAL_KV_HASH, CANARY_FIELD_TOKEN, FailReason, as_int64_dev, mix3, mix3_dev,
                       slot_hash_dev, to_signed64)
 from .plan import WritePlan
-from .write_checks import CanaryWriteCall, check_canary_write
+from .write_checks import CanaryWriteCall, check_canary_write, settle_canary_write
 
 _WRITE_TOKEN = int(FailReason.WRITE_TOKEN_MISMATCH)
 _WRITE_POSITION = int(FailReason.WRITE_POSITION_MISMATCH)
@@ -106,7 +106,9 @@ def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan:
 def canary_write_kernel(buf, write_offsets, seeds, num_valid_reqs, input_ids, positions, out_cache_loc,
                         kind, input_assert, expected_tokens, expected_positions, ring, write_index,
                         slot_run_counter, kernel_run_counter, chain_assert_flag, src0, src1, src2, src3,
-                        src_params, num_sources):
+                        src_params, num_sources, gate):
+    if gate_closed_dev(gate):      # the call's value check rejected it
+        return
     r = cuda.grid(1)
     if r == 0:
         cuda.atomic.add(kernel_run_counter, 0, 1)
@@ -178,7 +180,8 @@ def launch_unchecked(call: CanaryWriteCall) -> None:
                   plan.write_seed_slot_indices, plan.write_num_valid_reqs, call.input_ids, call.positions,
                   call.out_cache_loc, int(ctx.kernel_kind), int(call.enable_write_input_assert), exp_tok,
                   exp_pos, ctx.violation_ring, ctx.violation_write_index, ctx.slot_run_counter,
-                  ctx.kernel_run_counter, flag, *words, params, n_src)
+                  ctx.kernel_run_counter, flag, *words, params, n_src,
+                  device.open_gate() if call.gate is None else call.gate)
 
 
 def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan, input_ids, positions,
@@ -193,8 +196,10 @@ def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan
     live slots are distinct and not seeds (``write_checks``; one small kernel and one 128-byte
     read-back). ``checks="shapes"`` skips those value checks, for a caller that guarantees them.
     """
-    launch_unchecked(check_canary_write(
+    call = check_canary_write(
         context=context, plan=plan, input_ids=input_ids, positions=positions,
         out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
         expected_input_tokens=expected_input_tokens, expected_input_positions=expected_input_positions,
-        checks=checks))
+        checks=checks, defer=True)
+    launch_unchecked(call)           # gated: writes nothing if the value check rejects the call
+    settle_canary_write(call)

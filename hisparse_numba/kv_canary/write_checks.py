@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import device
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, claim_epoch, describe, fail,
-                      raise_first, require_array)
+                      raise_first, require_array, settle)
 from ..device import cuda, flag_bad_dev, xp
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan_types import WritePlan
@@ -49,11 +49,13 @@ class CanaryWriteCall(NamedTuple):
     enable_write_input_assert: bool
     expected_input_tokens: object = None
     expected_input_positions: object = None
+    gate: object = None        # the value check's flags (device.start_check); None: always open
+    pending: object = None     # that check's device.ValueCheck until the launcher settles it
 
 
 def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
                        expected_input_tokens, expected_input_positions, checks: str = "full",
-                       on_device: bool = True) -> CanaryWriteCall:
+                       on_device: bool = True, defer: bool = False) -> CanaryWriteCall:
     """Every check of the write launcher and its reference (before anything is written); the
     accepted call. ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in
     NumPy (the reference's host arrays)."""
@@ -94,7 +96,7 @@ def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, en
                            expected_input_tokens=expected_input_tokens,
                            expected_input_positions=expected_input_positions)
     if values:
-        check_write_values(call, on_device=on_device)
+        call = check_write_values(call, on_device=on_device, defer=defer)
     return call
 
 
@@ -186,18 +188,37 @@ def _at(a, i: int) -> int:
     return int(device.to_host(a[i:i + 1])[0])
 
 
-def check_write_values(call: CanaryWriteCall, *, on_device: bool = True) -> None:
-    """The value checks of ``call`` (module docstring): one kernel, one 128-byte read-back (or
-    NumPy with ``on_device=False``). Raises the first failing condition's ``ValueError``."""
+def _value_args(call: CanaryWriteCall) -> tuple:
+    plan = call.plan
+    return (plan.write_offsets, plan.write_seed_slot_indices, plan.write_num_valid_reqs, call.out_cache_loc,
+            int(call.context.canary_buf.shape[0]))
+
+
+def check_write_values(call: CanaryWriteCall, *, on_device: bool = True,
+                       defer: bool = False) -> CanaryWriteCall:
+    """The value checks of ``call`` (module docstring): one kernel, one 136-byte read-back (or
+    NumPy with ``on_device=False``). Raises the first failing condition's ``ValueError``.
+    ``defer=True``: as ``plan_checks.check_plan_values`` (:func:`settle_canary_write` raises)."""
+    if not on_device:
+        raise_write_flags(write_value_verdict_reference(*_value_args(call)), call)
+        return call
+    args = _value_args(call)
+    marks, epoch = claim_epoch(args[-1], planes=2)
+    rows = int(call.plan.write_seed_slot_indices.shape[0])
+    check = device.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch)
+    call = call._replace(gate=check.gate, pending=check)
+    return call if defer else settle_canary_write(call)
+
+
+def settle_canary_write(call: CanaryWriteCall) -> CanaryWriteCall:
+    """Wait for ``call``'s value check: raise its ``ValueError`` or return the settled call."""
+    return settle(call, raise_write_flags)
+
+
+def raise_write_flags(verdict, call: CanaryWriteCall) -> None:
+    """The ``ValueError`` of the first failed condition of a write call's verdict (none: returns)."""
     plan, loc = call.plan, call.out_cache_loc
     num_slots = int(call.context.canary_buf.shape[0])
-    rows = int(plan.write_seed_slot_indices.shape[0])
-    args = (plan.write_offsets, plan.write_seed_slot_indices, plan.write_num_valid_reqs, loc, num_slots)
-    if on_device:
-        marks, epoch = claim_epoch(num_slots, planes=2)
-        verdict = device.check_flags(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch)
-    else:
-        verdict = write_value_verdict_reference(*args)
     n = int(loc.shape[0])
 
     def offsets_message(r):

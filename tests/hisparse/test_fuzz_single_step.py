@@ -152,7 +152,7 @@ def test_swap_in_check_kernel_agrees_with_its_verdict(case):
     if p["top_k_tokens"].shape[0] == 0:
         return
     want = sc.swap_in_flags_reference(sc.check_swap_in(**p, checks="shapes"))
-    got = sc.swap_in_value_flags(sc.check_swap_in(**to_device_problem(p), checks="shapes"))
+    got = sc.start_swap_in_check(sc.check_swap_in(**to_device_problem(p), checks="shapes")).verdict()
     same_verdict(got, want, unordered=(sc.HOT_LOCATION,))
 
 
@@ -168,7 +168,7 @@ def test_replay_and_gather_check_kernels_agree_with_their_verdicts(case):
                 host_cache=np.zeros(n_host * item, np.uint8), device_buffer=np.zeros(n_dev * item, np.uint8),
                 item_size_bytes=item, num_blocks=1, block_size=32)
     want = pc.planned_copy_flags_reference(pc.check_planned_copy(**args, checks="shapes"))
-    got = pc.planned_copy_value_flags(pc.check_planned_copy(**to_device_problem(args), checks="shapes"))
+    got = pc.start_planned_copy_check(pc.check_planned_copy(**to_device_problem(args), checks="shapes")).verdict()
     same_verdict(got, want, unordered=(pc.DESTINATION,))
 
     locs = rng.integers(-1, n_dev + 1, (2, 12))

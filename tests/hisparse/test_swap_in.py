@@ -391,8 +391,8 @@ def test_an_accepted_call_checks_values_in_one_pass_without_host_copies(monkeypa
     """One check-kernel launch with one read-back (device.check_flags), no table copied to the host."""
     p = to_device_problem(make_swap_in_problem(np.random.default_rng(6), batch=3, num_top_k=8, hot_buffer_size=16,
                                                num_real=2, block_size=32))
-    calls = {"check_flags": 0, "to_host": 0}
-    check_flags, to_host = device.check_flags, device.to_host
+    calls = {"start_check": 0, "to_host": 0}
+    start_check, to_host = device.start_check, device.to_host
 
     def counting(name, fn):
         def wrapped(*args, **kwargs):
@@ -400,9 +400,9 @@ def test_an_accepted_call_checks_values_in_one_pass_without_host_copies(monkeypa
             return fn(*args, **kwargs)
         return wrapped
 
-    monkeypatch.setattr(device, "check_flags", counting("check_flags", check_flags))
+    monkeypatch.setattr(device, "start_check", counting("start_check", start_check))
     monkeypatch.setattr(device, "to_host", counting("to_host", to_host))
     load_cache_to_device_buffer_mla(**p)
     d = planned_copy_args(p, device.to_device(np.zeros(p["device_buffer"].shape, np.uint8)))
     copy_cache_planned_mla(**d)
-    assert calls == {"check_flags": 2, "to_host": 0}
+    assert calls == {"start_check": 2, "to_host": 0}

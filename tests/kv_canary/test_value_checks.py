@@ -219,8 +219,8 @@ def test_verify_values_rejected_before_anything_is_written():
 
 def test_full_checks_are_one_device_pass_and_shapes_skips_them(monkeypatch):
     calls = []
-    real = device.check_flags
-    monkeypatch.setattr(device, "check_flags", lambda *a: calls.append(a[0]) or real(*a))
+    real = device.start_check
+    monkeypatch.setattr(device, "start_check", lambda *a: calls.append(a[0]) or real(*a))
     p = plan_problem([1, 2], [0, 0], [3, 2], max_reqs=3, max_seq_len=8)
     dev, _ = context_pair(24)
     for checks, per_call in (("full", 1), ("shapes", 0)):
