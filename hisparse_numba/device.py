@@ -15,6 +15,10 @@ from it: the on-disk kernel cache (``kernel_cache``) and CUDA graphs (``graphs``
 
 Kernel modules write ``from ..device import cuda`` and launch through :func:`launch`, so that no
 other module knows which world it is in. ``docs/two-worlds.md`` explains the design.
+
+Lessons: every lesson starts from ``backend()``, ``xp``, ``to_device``/``to_host``; lesson 00 also
+launches a kernel by hand with ``launch`` and ``byte_words``; lesson 10 checks ``data_address``
+(the 16-byte rule); lesson 11 teaches ``host_cache_array`` and ``is_mapped`` (the mapped host pool).
 """
 
 from __future__ import annotations
