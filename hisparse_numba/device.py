@@ -8,99 +8,41 @@ hisparse-numba runs the same kernels in two worlds:
   machine. Device buffers are NumPy arrays and every "kernel" runs as Python threads.
 
 The world is chosen once per process, before Numba is imported, from the environment
-variable ``HISPARSE_NUMBA_BACKEND``:
-
-* ``auto`` (default): ``cuda`` when a CUDA driver reports at least one device, else
-  ``simulator``. A ``NUMBA_ENABLE_CUDASIM=1`` already set by the user wins.
-* ``cuda``: require a GPU (``RuntimeError`` at import when there is none).
-* ``simulator``: force the simulator even on a GPU machine.
-* ``compile-only``: no GPU and no simulator; every launch is compiled to PTX for sm_90
-  instead of run. CPU-only CI uses it to catch what the simulator never checks (types,
-  constant shared-array sizes). Needs NVVM (``numba-cuda[cu13]``).
+variable ``HISPARSE_NUMBA_BACKEND`` (``auto``, ``cuda``, ``simulator`` or ``compile-only``: every
+launch is compiled to PTX for sm_90 instead of run, which catches on a CPU what the simulator never
+checks); ``backend`` makes that choice. Two concerns live beside this module and are re-exported
+from it: the on-disk kernel cache (``kernel_cache``) and CUDA graphs (``graphs``).
 
 Kernel modules write ``from ..device import cuda`` and launch through :func:`launch`, so that no
 other module knows which world it is in. ``docs/two-worlds.md`` explains the design.
+
+Lessons: every lesson starts from ``backend()``, ``xp``, ``to_device``/``to_host``; lesson 00 also
+launches a kernel by hand with ``launch`` and ``byte_words``; lesson 10 checks ``data_address``
+(the 16-byte rule); lesson 11 teaches ``host_cache_array`` and ``is_mapped`` (the mapped host pool).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
-import os
 
 import numpy as np
 
-# numba-cuda 0.30 calls numpy.row_stack, which NumPy 2.5 removed. The GPU machine's image
-# ships NumPy 2.5, so patch the alias back before Numba is imported (a no-op on NumPy < 2.5).
-if not hasattr(np, "row_stack"):
-    np.row_stack = np.vstack
-    ROW_STACK_SHIM = True
-else:
-    ROW_STACK_SHIM = False
+# The order matters: ``backend`` chooses the world and ``kernel_cache`` sets the cache location,
+# both before Numba is imported.
+from . import kernel_cache
+from .backend import BACKEND as _BACKEND
+from .backend import BACKEND_ENV, ROW_STACK_SHIM
+from .graphs import CapturedGraph, capture_graph
+from .kernel_cache import (
+    CACHE_DIR_ENV,
+    KERNEL_CACHE_ENV,
+    kernel_cache_dir,
+    kernel_cache_enabled,
+    kernel_cache_info,
+    source_digest,
+)
 
-BACKEND_ENV = "HISPARSE_NUMBA_BACKEND"
-_CHOICES = ("auto", "cuda", "simulator", "compile-only")
-
-
-def _gpu_count_from_driver() -> int:
-    """Number of CUDA devices the driver reports, 0 when there is no usable driver.
-
-    Asks libcuda directly through ctypes so that the answer is known before Numba is
-    imported (the simulator switch must be set before that import).
-    """
-    names = ["libcuda.so.1", "libcuda.so", ctypes.util.find_library("cuda")]
-    for name in filter(None, names):
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        try:
-            if lib.cuInit(0) != 0:
-                return 0
-            count = ctypes.c_int(0)
-            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
-                return 0
-            return count.value
-        except AttributeError:
-            return 0
-    return 0
-
-
-def _choose_backend() -> str:
-    choice = os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
-    if choice not in _CHOICES:
-        raise ValueError(f"{BACKEND_ENV} must be one of {', '.join(_CHOICES)}, got {choice!r}")
-    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
-        if choice == "cuda":
-            raise RuntimeError(f"{BACKEND_ENV}=cuda but NUMBA_ENABLE_CUDASIM=1 is set")
-        return "simulator"
-    if choice in ("simulator", "compile-only"):
-        return choice
-    if _gpu_count_from_driver() > 0:
-        return "cuda"
-    if choice == "cuda":
-        raise RuntimeError(f"{BACKEND_ENV}=cuda but no CUDA device is usable on this machine")
-    return "simulator"
-
-
-_BACKEND = _choose_backend()
-if _BACKEND == "simulator":
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-else:
-    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
-
-# Compiled kernels live on disk, shared by every process of the machine (see kernel_cache_info).
-CACHE_DIR_ENV = "NUMBA_CACHE_DIR"
-KERNEL_CACHE_ENV = "HISPARSE_NUMBA_KERNEL_CACHE"
-os.environ.setdefault(CACHE_DIR_ENV, os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-    "hisparse-numba", "kernels"))
-
-# One block per request is the design of these kernels, not a mistake: keep Numba quiet about it.
-os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
-
-from numba import cuda  # noqa: E402  (must follow the simulator switch)
+from numba import cuda  # noqa: E402  (must follow the world's choice)
 
 if _BACKEND == "cuda":
     try:
@@ -118,11 +60,12 @@ if _BACKEND == "simulator":
 if _BACKEND == "cuda":
     from cuda.core import Stream as _CORE_STREAM  # noqa: E402
     from cuda.core import launch as _CORE_LAUNCH  # noqa: E402  (what Numba's own launch calls)
+    from numba.cuda.dispatcher import CUDACache as _CUDA_CACHE  # noqa: E402
 
     _CUPY_NDARRAY = xp.ndarray
     _CUPY_CURRENT_STREAM = xp.cuda.get_current_stream
 else:
-    _CUPY_NDARRAY = _CORE_LAUNCH = _CORE_STREAM = _CUPY_CURRENT_STREAM = None
+    _CUPY_NDARRAY = _CORE_LAUNCH = _CORE_STREAM = _CUPY_CURRENT_STREAM = _CUDA_CACHE = None
 
 SIMULATOR = _BACKEND == "simulator"
 COMPILE_ONLY = _BACKEND == "compile-only"
@@ -233,111 +176,10 @@ def jit_kernel(fn=None, *, max_threads: int | None = None):
     return wrap(fn) if fn is not None else wrap
 
 
-# ---------------------------------------------------------------------------------------------
-# The on-disk kernel cache.
-#
-# Numba's own cache keys a kernel by its bytecode and its closure values, and trusts the source
-# file's timestamp for the rest. Kernels here call device functions from other modules, and the
-# factories close over other device functions, so the key below adds a digest of the package's
-# sources (any edit anywhere invalidates every entry) and names closed-over functions by module
-# and qualified name instead of pickling them.
-# ---------------------------------------------------------------------------------------------
-
-
-def kernel_cache_enabled() -> bool:
-    """True on a GPU unless ``HISPARSE_NUMBA_KERNEL_CACHE=0``: compiled kernels go to disk."""
-    return _BACKEND == "cuda" and os.environ.get(KERNEL_CACHE_ENV, "1") not in ("0", "off", "no")
-
-
-def kernel_cache_dir() -> str:
-    """Where compiled kernels are stored (``NUMBA_CACHE_DIR``; ``~/.cache/hisparse-numba/kernels``)."""
-    return os.environ[CACHE_DIR_ENV]
-
-
-def kernel_cache_info() -> dict:
-    """``{"location", "enabled", "entries", "bytes"}`` of the on-disk kernel cache.
-
-    ``entries`` counts compiled specialisations (``.nbc`` files); ``bytes`` is their total size.
-    """
-    root = kernel_cache_dir()
-    entries = size = 0
-    for folder, _, files in os.walk(root):
-        for name in files:
-            if name.endswith((".nbc", ".nbi")):
-                size += os.path.getsize(os.path.join(folder, name))
-                entries += name.endswith(".nbc")
-    return {"location": root, "enabled": kernel_cache_enabled(), "entries": entries, "bytes": size}
-
-
-@functools.cache
-def source_digest() -> str:
-    """SHA-256 of every ``.py`` file of the package: part of each cached kernel's key."""
-    import hashlib
-
-    root = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256()
-    for folder, dirs, files in sorted(os.walk(root)):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                h.update(os.path.relpath(path, root).encode())
-                with open(path, "rb") as f:
-                    h.update(f.read())
-    return h.hexdigest()
-
-
-def _stable_bytes(value, depth: int = 0) -> bytes:
-    """Bytes that identify a closure value the same way in every process."""
-    import types as pytypes
-
-    func = getattr(value, "py_func", value)
-    if isinstance(func, pytypes.FunctionType) and depth < 8:
-        parts = [f"{func.__module__}.{func.__qualname__}".encode(), func.__code__.co_code]
-        for cell in func.__closure__ or ():
-            parts.append(_stable_bytes(cell.cell_contents, depth + 1))
-        return b"F(" + b",".join(parts) + b")"
-    if isinstance(value, np.ndarray):
-        return b"A" + str(value.dtype).encode() + repr(value.shape).encode() + value.tobytes()
-    return f"{type(value).__module__}.{type(value).__qualname__}:{value!r}".encode()
-
-
-_KernelDiskCache = None
-
-
-def _disk_cache_class():
-    global _KernelDiskCache
-    if _KernelDiskCache is None:
-        import hashlib
-
-        import numba_cuda
-        from numba.cuda.dispatcher import CUDACache
-
-        class KernelDiskCache(CUDACache):
-            def _index_key(self, sig, codegen):
-                key = (sig, codegen.magic_tuple(), numba_cuda.__version__,
-                       hashlib.sha256(_stable_bytes(self._py_func)).hexdigest(), source_digest())
-                if self._launch_config_key is not None:
-                    key += (("launch_config", self._launch_config_key),)
-                return key
-
-        _KernelDiskCache = KernelDiskCache
-    return _KernelDiskCache
-
-
-_cache_checked: set = set()
-
-
 def use_disk_cache(kernel) -> None:
-    """Let ``kernel`` (a ``cuda.jit`` dispatcher) load and store compiled code on disk, once."""
-    if id(kernel) in _cache_checked:
-        return
-    _cache_checked.add(id(kernel))
-    if kernel_cache_enabled():
-        try:
-            kernel._cache = _disk_cache_class()(kernel.py_func)
-        except Exception:  # no writable cache location: compile in memory as before
-            pass
+    """Let ``kernel`` (a ``cuda.jit`` dispatcher) load and store compiled code on disk, once
+    (``kernel_cache`` explains the cache)."""
+    kernel_cache.use_disk_cache(kernel, _CUDA_CACHE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -638,58 +480,6 @@ def check_flags(kernel, grid, block, *args) -> list:
     return start_check(kernel, grid, block, *args).verdict()
 
 
-# ---------------------------------------------------------------------------------------------
-# CUDA graphs.
-# ---------------------------------------------------------------------------------------------
-
-
-class CapturedGraph:
-    """A recorded sequence of launches; :meth:`replay` enqueues it again on CuPy's current stream.
-
-    Without a GPU there is nothing to record: ``eager`` is True and :meth:`replay` calls the
-    function again.
-    """
-
-    def __init__(self, fn, graph=None, stream=None):
-        self.fn, self.graph, self.stream = fn, graph, stream
-        self.eager = graph is None
-
-    def replay(self) -> None:
-        if self.graph is None:
-            self.fn()
-        else:
-            self.graph.launch(_CUPY_CURRENT_STREAM())
-
-
-def capture_graph(fn) -> CapturedGraph:
-    """Record every kernel ``fn()`` launches into a CUDA graph and return it (sglang's decode loop
-    replays such graphs: one host call per step instead of one per kernel).
-
-    ``fn`` must only enqueue work: no host synchronisation, no read-back, no allocation that
-    synchronises, so call the launchers' ``launch_*`` pieces with pre-checked arguments, not the
-    public functions that validate values on the host. Its arguments are baked in by address:
-    replay reads and writes the same buffers, so refill them in place between replays. Capture
-    runs ``fn`` once on a side stream without executing it (so run ``fn`` once eagerly before, if
-    its kernels may still need compiling); the simulator (and compile-only mode)
-    has no graphs, so there ``fn`` runs eagerly now and again on every replay.
-    """
-    if _BACKEND != "cuda":
-        fn()
-        return CapturedGraph(fn)
-    stream = xp.cuda.Stream(non_blocking=True)
-    synchronize()
-    relaxed = getattr(xp.cuda.runtime, "streamCaptureModeRelaxed", None)
-    with stream:
-        stream.begin_capture(*([] if relaxed is None else [relaxed]))
-        try:
-            fn()
-        finally:
-            graph = stream.end_capture()
-    if hasattr(graph, "upload"):
-        graph.upload(stream)
-    stream.synchronize()
-    return CapturedGraph(fn, graph, stream)
-
 def byte_words(a):
     """The bytes of a C-contiguous buffer as a 1-D uint64 kernel argument (8-byte words).
 
@@ -707,6 +497,8 @@ def byte_words(a):
 
 __all__ = [
     "BACKEND_ENV",
+    "CACHE_DIR_ENV",
+    "KERNEL_CACHE_ENV",
     "COMPILE_ONLY",
     "ROW_STACK_SHIM",
     "SIMULATOR",
