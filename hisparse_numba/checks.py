@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import device
+from . import value_flags
 from .device import data_address
 
 ALIGN_BYTES = 16
@@ -281,11 +282,11 @@ def claim_epoch(rows: int, planes: int = 0):
 class FlagTally:
     """The NumPy twin of a value-check kernel's flags: ``flag(condition, index, n)`` counts ``n``
     offences of ``condition`` and keeps the smallest ``index``; ``verdict()`` is
-    ``[(count, first index), ...]`` per condition, as ``device.check_flags`` returns it."""
+    ``[(count, first index), ...]`` per condition, as ``value_flags.check_flags`` returns it."""
 
     def __init__(self):
-        self.count = [0] * device.CHECK_CONDITIONS
-        self.first = [-1] * device.CHECK_CONDITIONS
+        self.count = [0] * value_flags.CHECK_CONDITIONS
+        self.first = [-1] * value_flags.CHECK_CONDITIONS
 
     def flag(self, condition: int, index: int, n=1) -> None:
         if n:
@@ -300,7 +301,7 @@ class FlagTally:
 def raise_first(verdict: list, messages: list) -> None:
     """Raise the message of the first condition a value check flagged.
 
-    ``verdict[c] = (count, first)`` as ``device.check_flags`` returns it; ``messages[c](first)``
+    ``verdict[c] = (count, first)`` as ``value_flags.check_flags`` returns it; ``messages[c](first)``
     builds condition ``c``'s text (``None``: condition unused).
     """
     for (count, first), message in zip(verdict, messages):
@@ -309,7 +310,7 @@ def raise_first(verdict: list, messages: list) -> None:
 
 
 def settle(call, raise_flags, value_condition=None):
-    """Take the verdict of ``call.pending`` (a ``device.ValueCheck``): ``raise_flags(verdict,
+    """Take the verdict of ``call.pending`` (a ``value_flags.ValueCheck``): ``raise_flags(verdict,
     call)`` raises the first failed condition's ``ValueError``; otherwise the call comes back with
     ``pending=None`` and, with ``value_condition``, ``num_real`` set to the value that condition
     carried back. A call without a pending check is returned as it is."""

@@ -357,129 +357,6 @@ def launch_plain(kernel, grid, block, *args) -> None:
     kernel[grid, block](*args)
 
 
-# ---------------------------------------------------------------------------------------------
-# Device-side value checks.
-# ---------------------------------------------------------------------------------------------
-
-CHECK_CONDITIONS = 8
-GATE_WORD = 2 * CHECK_CONDITIONS   # any flagged element sets it; gated kernels then write nothing
-FLAG_WORDS = GATE_WORD + 1
-
-
-@cuda.jit(device=True, inline=True)
-def flag_bad_dev(flags, condition, index):
-    """Record that element ``index`` breaks check ``condition`` (0 <= condition < 8) and close
-    the gate of the call's writing kernels (``flags[GATE_WORD]``)."""
-    cuda.atomic.add(flags, 2 * condition, 1)
-    cuda.atomic.min(flags, 2 * condition + 1, index)
-    flags[GATE_WORD] = 1
-
-
-@cuda.jit(device=True, inline=True)
-def report_value_dev(flags, condition, value):
-    """Carry ``value`` back to the host in the verdict of ``condition`` without rejecting the call
-    (how a check returns ``num_real_reqs[0]``)."""
-    cuda.atomic.add(flags, 2 * condition, 1)
-    cuda.atomic.min(flags, 2 * condition + 1, value)
-
-
-@cuda.jit(device=True, inline=True)
-def gate_closed_dev(gate):
-    """True when the call's value check rejected it: a gated kernel returns before writing."""
-    return gate[GATE_WORD] != 0
-
-
-@cuda.jit(device=True, inline=True)
-def block_fill_dev(a, n, value, tid, num_threads):
-    """``a[0:n] = value``, the ``num_threads`` threads of a block striding over it (no barrier)."""
-    i = tid
-    while i < n:
-        a[i] = value
-        i += num_threads
-
-
-def _flag_init() -> np.ndarray:
-    init = np.zeros(FLAG_WORDS, dtype=np.int64)
-    init[1:GATE_WORD:2] = _INT64_MAX
-    return init
-
-
-@functools.cache
-def open_gate():
-    """The flags of a call that ran no value check (``checks="shapes"``, lessons' hand-built
-    calls): all zero, so gated kernels run."""
-    return xp.zeros(FLAG_WORDS, dtype=np.int64)
-
-
-class _StreamFlags:
-    """The flags of one stream: device words, their initial value, a pinned copy and an event."""
-
-    def __init__(self):
-        init = _flag_init()
-        self.flags = xp.asarray(init)
-        self.init = xp.asarray(init)
-        self.pinned = cuda.pinned_array(init.shape, np.int64)
-        self.event = xp.cuda.Event(block=False, disable_timing=True)
-
-
-_stream_flags: dict = {}
-
-
-class ValueCheck:
-    """An enqueued value check (:func:`start_check`): ``gate`` goes to the call's writing kernels,
-    :meth:`verdict` waits for the check alone and returns ``[(count, first_index), ...]``."""
-
-    __slots__ = ("gate", "_slot")
-
-    def __init__(self, gate, slot):
-        self.gate, self._slot = gate, slot
-
-    def verdict(self) -> list:
-        out = self.gate
-        if self._slot is not None:
-            self._slot.event.synchronize()
-            out = self._slot.pinned
-        return [(int(out[2 * c]), int(out[2 * c + 1]) if out[2 * c] else -1)
-                for c in range(CHECK_CONDITIONS)]
-
-
-def start_check(kernel, grid, block, *args) -> ValueCheck:
-    """Enqueue the value-check ``kernel`` over ``args`` and return its :class:`ValueCheck`.
-
-    Contract: ``kernel`` takes ``args`` followed by ``flags``, an int64 device array of
-    ``FLAG_WORDS`` entries, and reports each bad element with ``flag_bad_dev(flags, condition,
-    index)``. On a GPU the flags of the current stream are reset (a device-to-device copy), the
-    check runs, and a 136-byte copy to pinned memory follows, all enqueued without waiting. The
-    launcher then enqueues its writing kernels with ``gate=check.gate``: each starts with
-    ``if gate_closed_dev(gate): return``, so a rejected call writes nothing although its kernels
-    were already queued. Only :meth:`ValueCheck.verdict` waits, and only for the check, so the
-    stream never idles between the check and the kernel (docs/two-worlds.md, "value checks").
-    Calls on one stream must take their verdict before the next call's check starts.
-    """
-    if _BACKEND != "cuda":
-        flags = _flag_init()
-        launch(kernel, grid, block, *args, flags)
-        return ValueCheck(flags, None)
-    stream = _CUPY_CURRENT_STREAM()
-    slot = _stream_flags.get(stream.ptr)
-    if slot is None:
-        slot = _stream_flags[stream.ptr] = _StreamFlags()
-    runtime = xp.cuda.runtime
-    nbytes = FLAG_WORDS * 8
-    runtime.memcpyAsync(slot.flags.data.ptr, slot.init.data.ptr, nbytes,
-                        runtime.memcpyDeviceToDevice, stream.ptr)
-    launch(kernel, grid, block, *args, slot.flags)
-    runtime.memcpyAsync(slot.pinned.ctypes.data, slot.flags.data.ptr, nbytes,
-                        runtime.memcpyDeviceToHost, stream.ptr)
-    slot.event.record(stream)
-    return ValueCheck(slot.flags, slot)
-
-
-def check_flags(kernel, grid, block, *args) -> list:
-    """:func:`start_check` and its verdict at once, for checks whose launcher gates nothing."""
-    return start_check(kernel, grid, block, *args).verdict()
-
-
 def byte_words(a):
     """The bytes of a C-contiguous buffer as a 1-D uint64 kernel argument (8-byte words).
 
@@ -503,22 +380,11 @@ __all__ = [
     "ROW_STACK_SHIM",
     "SIMULATOR",
     "backend",
-    "CHECK_CONDITIONS",
     "CapturedGraph",
     "DeviceWords",
     "byte_words",
     "capture_graph",
-    "check_flags",
-    "FLAG_WORDS",
-    "GATE_WORD",
-    "ValueCheck",
-    "gate_closed_dev",
-    "open_gate",
-    "report_value_dev",
-    "start_check",
-    "block_fill_dev",
     "current_stream",
-    "flag_bad_dev",
     "kernel_cache_dir",
     "kernel_cache_enabled",
     "kernel_cache_info",

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
+from hisparse_numba import value_flags
 from hisparse_numba.device import cuda
 
 ON_GPU = device.backend() == "cuda"
@@ -68,19 +69,19 @@ def range_check_kernel(values, lo, hi, flags):
     if i < values.shape[0]:
         v = values[i]
         if v < lo:
-            device.flag_bad_dev(flags, 0, i)
+            value_flags.flag_bad_dev(flags, 0, i)
         if v >= hi:
-            device.flag_bad_dev(flags, 1, i)
+            value_flags.flag_bad_dev(flags, 1, i)
 
 
 def test_check_flags_reports_count_and_first_bad_index_and_resets():
     values = device.to_device(np.array([3, -1, 7, 9, -4, 2, 12], dtype=np.int32))
-    got = device.check_flags(range_check_kernel, 1, 32, values, 0, 8)
-    assert len(got) == device.CHECK_CONDITIONS
+    got = value_flags.check_flags(range_check_kernel, 1, 32, values, 0, 8)
+    assert len(got) == value_flags.CHECK_CONDITIONS
     assert got[0] == (2, 1) and got[1] == (2, 3)
     assert all(g == (0, -1) for g in got[2:])
     clean = device.to_device(np.array([0, 1, 7], dtype=np.int32))
-    assert device.check_flags(range_check_kernel, 1, 32, clean, 0, 8) == [(0, -1)] * 8
+    assert value_flags.check_flags(range_check_kernel, 1, 32, clean, 0, 8) == [(0, -1)] * 8
 
 
 @cuda.jit

@@ -29,7 +29,7 @@ FAMILIES = {
 
 def add_arguments(parser) -> None:
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families")
-    parser.add_argument("--batch", type=int, default=64, help="batch of the call split (swap-in, speculative)")
+    parser.add_argument("--batch", default="1,64", help="comma-separated batches of the call split (swap-in, speculative)")
     parser.add_argument("--iters", type=int, default=20, help="timed calls per figure (default 20)")
     parser.add_argument("--no-fresh", action="store_true", help="skip the cold/warm subprocesses")
     parser.add_argument("--child", help=argparse_hidden())
@@ -107,7 +107,7 @@ def bare_launch_split(iters: int) -> dict:
     row["launch_us"] = median_us(lambda: device.launch(six_arrays, 4, 256, *args), 200)
     row["plain_launch_us"] = median_us(lambda: device.launch_plain(six_arrays, 4, 256, *args), 200)
     device.synchronize()
-    row["call_us"] = float("nan")
+    row["call_us"] = row["call_shapes_us"] = float("nan")
     row["kernel_us"] = float("nan")
     return row
 
@@ -134,6 +134,9 @@ def swap_in_split(batch: int, iters: int) -> dict:
     row["plain_launch_us"] = median_us(lambda: device.launch_plain(kernel, batch, w.block_size, *args), iters)
     device.synchronize()
     row["call_us"] = harness.call_latency_us(w.call, iters=iters)
+    shapes_call = dict(full, checks="shapes")
+    row["call_shapes_us"] = harness.call_latency_us(lambda: si.load_cache_to_device_buffer_mla(**shapes_call),
+                                                    iters=iters)
     row["kernel_us"] = harness.gpu_time_ms(w.launch, iters=iters) * 1e3
     return row
 
@@ -181,6 +184,8 @@ def speculative_split(batch: int, iters: int) -> dict:
     device.synchronize()
     row["call_us"] = harness.call_latency_us(lambda: sp.load_cache_to_device_buffer_spec_mla(**kw),
                                              iters=iters)
+    row["call_shapes_us"] = harness.call_latency_us(
+        lambda: sp.load_cache_to_device_buffer_spec_mla(**kw, checks="shapes"), iters=iters)
     row["kernel_us"] = harness.gpu_time_ms(lambda: sp.launch_unchecked(call), iters=iters) * 1e3
     return row
 
@@ -221,14 +226,20 @@ def run(args) -> int:
     split = [bare]
     for name, fn in (("swap-in", swap_in_split), ("speculative", speculative_split)):
         if name in families:
-            split.append(fn(args.batch, args.iters))
+            for batch in str(args.batch).split(","):
+                split.append(fn(int(batch), args.iters))
+    for row in split:
+        row["value_check_us"] = row["call_us"] - row["call_shapes_us"]
+        row["call_x"] = row["call_us"] / row["kernel_us"]
     if split:
         harness.print_table(split, ["family", "batch", "checks_us", "shape_checks_us", "launch_us",
-                                    "plain_launch_us", "call_us", "kernel_us"])
+                                    "plain_launch_us", "call_us", "call_shapes_us", "value_check_us",
+                                    "kernel_us", "call_x"])
         print("checks_us: checks=\"full\" (host shape checks + the device value pass and its read-back); "
               "shape_checks_us: checks=\"shapes\" (host only); launch_us: marshalling + enqueue via device.launch "
               "(fast path); plain_launch_us: Numba's own launch path; call_us: synchronised public call; "
-              "kernel_us: GPU time (events)", flush=True)
+              "call_shapes_us: the same with checks=\"shapes\"; value_check_us: their difference (what the "
+              "device value pass costs a call); kernel_us: GPU time (events); call_x: call_us / kernel_us", flush=True)
     for failure in device.fast_launch_failures:
         print(f"fell back to Numba's launch path: {failure}", flush=True)
     return 0

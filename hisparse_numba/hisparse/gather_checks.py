@@ -14,9 +14,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..checks import (check_dtype, check_int, check_item_buffer, check_item_copy, check_mode, check_ndim,
                       check_no_overlap, claim_epoch, fail, require_array)
-from ..device import cuda, flag_bad_dev
+from ..device import cuda
+from ..value_flags import flag_bad_dev
 
 SOURCE_OUT_OF_POOL, DESTINATION_OUT_OF_POOL, DESTINATION_TWICE = 0, 1, 2
 CHECK_BLOCK = 32 if device.SIMULATOR else 256   # the simulator runs each thread as a Python thread
@@ -34,10 +36,10 @@ class GatherCall(NamedTuple):
 
 def gather_flags_reference(src_locs, dst_locs, host_items: int, device_items: int) -> list:
     """NumPy verdict of the value check: ``[(count, first index), ...]`` per condition, as
-    ``device.check_flags`` returns it (the first index of ``DESTINATION_TWICE`` is any one of
+    ``value_flags.check_flags`` returns it (the first index of ``DESTINATION_TWICE`` is any one of
     the repeated entries on the device)."""
     src, dst = np.asarray(src_locs), np.asarray(dst_locs)
-    flags = [(0, -1)] * device.CHECK_CONDITIONS
+    flags = [(0, -1)] * value_flags.CHECK_CONDITIONS
 
     def put(condition, bad):
         where = np.flatnonzero(bad)
@@ -73,7 +75,7 @@ def gather_value_flags(src_locs, dst_locs, host_items: int, device_items: int) -
     """The device-side value check (one launch, one read-back); the verdict as the reference's."""
     n = int(src_locs.shape[0])
     claims, epoch = claim_epoch(device_items)
-    return device.check_flags(gather_check_kernel, (n + CHECK_BLOCK - 1) // CHECK_BLOCK, CHECK_BLOCK,
+    return value_flags.check_flags(gather_check_kernel, (n + CHECK_BLOCK - 1) // CHECK_BLOCK, CHECK_BLOCK,
                               src_locs, dst_locs, np.int64(host_items), np.int64(device_items),
                               claims, np.int32(epoch))
 

@@ -24,7 +24,9 @@ import functools
 import numpy as np
 
 from .. import device
-from ..device import cuda, gate_closed_dev
+from .. import value_flags
+from ..device import cuda
+from ..value_flags import gate_closed_dev
 from ..itemcopy import copy_item_dev, item_rows
 from .planned_copy_checks import (NUM_REAL_VALUE, PlannedCopyCall, check_planned_copy,
                                   planned_copy_flags_reference, raise_planned_copy_flags,
@@ -85,7 +87,7 @@ def launch_unchecked(call: PlannedCopyCall) -> None:
     device.launch(planned_copy_kernel(call.skip_io), call.num_blocks, call.block_size, call.miss_src,
                   call.miss_dst, call.miss_count, call.num_real_reqs, device.byte_words(call.host_cache),
                   device.byte_words(call.device_buffer), call.item_size_bytes // 8,
-                  device.open_gate() if call.gate is None else call.gate)
+                  value_flags.open_gate() if call.gate is None else call.gate)
 
 
 def copy_cache_planned_mla(*, miss_src, miss_dst, miss_count, num_real_reqs, host_cache,

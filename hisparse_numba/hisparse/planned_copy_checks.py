@@ -21,10 +21,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..checks import (FlagTally, check_block_size, check_flag, check_int, check_item_buffer, check_item_copy,
                       check_miss_plan, check_mode, check_no_overlap, claim_epoch, describe, fail,
                       require_array, settle)
-from ..device import CHECK_CONDITIONS, cuda, flag_bad_dev, report_value_dev
+from ..device import cuda
+from ..value_flags import CHECK_CONDITIONS, flag_bad_dev, report_value_dev
 
 NUM_REAL, COUNT, SOURCE, DESTINATION = range(4)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
@@ -45,8 +47,8 @@ class PlannedCopyCall(NamedTuple):
     num_real_reqs: object      # [1] int32 device array
     host_cache: object
     device_buffer: object
-    gate: object = None        # the value check's flags (device.start_check); None: always open
-    pending: object = None     # that check's device.ValueCheck until settle_planned_copy
+    gate: object = None        # the value check's flags (value_flags.start_check); None: always open
+    pending: object = None     # that check's value_flags.ValueCheck until settle_planned_copy
 
 
 def plan_rows(call: PlannedCopyCall) -> int:
@@ -120,13 +122,13 @@ def planned_copy_check_kernel(miss_src, miss_dst, miss_count, num_real_reqs, row
         m += cuda.blockDim.x
 
 
-def start_planned_copy_check(call: PlannedCopyCall) -> device.ValueCheck:
-    """Enqueue :func:`planned_copy_check_kernel` on ``call`` (``device.start_check``)."""
+def start_planned_copy_check(call: PlannedCopyCall) -> value_flags.ValueCheck:
+    """Enqueue :func:`planned_copy_check_kernel` on ``call`` (``value_flags.start_check``)."""
     item = call.item_size_bytes
     device_items = call.device_buffer.nbytes // item
     claims, epoch = claim_epoch(device_items)
     rows = plan_rows(call)
-    return device.start_check(
+    return value_flags.start_check(
         planned_copy_check_kernel, max(rows, 1), CHECK_BLOCK, call.miss_src, call.miss_dst,
         call.miss_count, call.num_real_reqs, np.int64(rows), np.int64(plan_columns(call)),
         np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, np.int32(epoch))

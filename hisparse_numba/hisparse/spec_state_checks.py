@@ -5,7 +5,7 @@ The initialiser indexes every state tensor with ``req_pool_indices[i]``, so each
 slot in ``[0, n)`` and no slot may appear twice (two blocks would reset and index the same request
 at once). That verdict needs the indices' values, which live on the device: one launch of
 ``initialize_check_kernel`` (one thread per index, a bit per request slot, atomics into
-``device.check_flags``'s small flags buffer) and one read-back, instead of copying the indices to
+``value_flags.check_flags``'s small flags buffer) and one read-back, instead of copying the indices to
 the host. ``initialize_checks_reference`` computes the same verdict in NumPy. Lessons 01, 03, 04
 and 08 build states that pass these checks.
 """
@@ -17,11 +17,13 @@ import functools
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..checks import fail
-from ..device import cuda, flag_bad_dev
+from ..device import cuda
+from ..value_flags import flag_bad_dev
 
 CHECK_THREADS = 128
-# conditions of the initialiser's check (device.check_flags)
+# conditions of the initialiser's check (value_flags.check_flags)
 INIT_OUTSIDE, INIT_DUPLICATE = 0, 1
 
 
@@ -29,11 +31,11 @@ INIT_OUTSIDE, INIT_DUPLICATE = 0, 1
 # The initialiser's request indices: reference, kernel, verdict.
 
 def initialize_checks_reference(req_pool_indices, num_requests: int) -> list:
-    """``[(count, first), ...]`` as ``device.check_flags`` returns it: condition INIT_OUTSIDE
+    """``[(count, first), ...]`` as ``value_flags.check_flags`` returns it: condition INIT_OUTSIDE
     counts indices outside ``[0, n)`` (first = smallest position), INIT_DUPLICATE counts repeats
     of a slot beyond its first (first = smallest repeated slot)."""
     rids = np.asarray(req_pool_indices).astype(np.int64)
-    verdict = [(0, -1)] * device.CHECK_CONDITIONS
+    verdict = [(0, -1)] * value_flags.CHECK_CONDITIONS
     outside = np.flatnonzero((rids < 0) | (rids >= num_requests))
     if outside.size:
         verdict[INIT_OUTSIDE] = (int(outside.size), int(outside[0]))
@@ -77,7 +79,7 @@ def initialize_value_checks(req_pool_indices, num_requests: int, *, on_device: b
     if on_device:
         bits = slot_bits(num_requests)
         bits.fill(0)
-        verdict = device.check_flags(initialize_check_kernel, -(-k // CHECK_THREADS),
+        verdict = value_flags.check_flags(initialize_check_kernel, -(-k // CHECK_THREADS),
                                      CHECK_THREADS, req_pool_indices, num_requests, bits)
     else:
         verdict = initialize_checks_reference(req_pool_indices, num_requests)

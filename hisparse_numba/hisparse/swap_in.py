@@ -44,8 +44,10 @@ import functools
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..blockscan import block_exclusive_scan_dev
-from ..device import block_fill_dev, cuda, gate_closed_dev
+from ..device import cuda
+from ..value_flags import block_fill_dev, gate_closed_dev
 from ..itemcopy import copy_items_flat_dev, item_rows
 from .miss_plan import placeholder_plan
 from .swap_in_checks import (NUM_REAL_VALUE, SwapInCall, check_swap_in, raise_swap_in_flags,
@@ -280,7 +282,7 @@ def kernel_args(call: SwapInCall) -> tuple:
               call.device_buffer_locs, device.byte_words(call.host_cache),
               device.byte_words(call.device_buffer), call.top_k_device_locs, call.req_pool_indices,
               call.seq_lens, call.lru_slots, call.num_real_reqs, miss_src, miss_dst, miss_count)
-    gate = device.open_gate() if call.gate is None else call.gate
+    gate = value_flags.open_gate() if call.gate is None else call.gate
     return tuple(device.kernel_array(a) for a in arrays) + (call.item_size_bytes // 8, gate)
 
 

@@ -34,11 +34,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..checks import (FlagTally, agreed_rows, check_block_size, check_dtype, check_dtype_in, check_flag,
                       check_inner_contiguous, check_int, check_item_buffer, check_item_copy,
                       check_miss_plan, check_mode, check_ndim, check_no_overlap, claim_epoch, describe,
                       fail, require_array, row_stride, settle)
-from ..device import CHECK_CONDITIONS, block_fill_dev, cuda, flag_bad_dev, report_value_dev
+from ..device import cuda
+from ..value_flags import CHECK_CONDITIONS, block_fill_dev, flag_bad_dev, report_value_dev
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 MAX_SLOTS = 32767  # slot ids and lanes are int16
@@ -78,8 +80,8 @@ class SwapInCall(NamedTuple):
     miss_src: object = None
     miss_dst: object = None
     miss_count: object = None
-    gate: object = None        # the value check's flags (device.start_check); None: always open
-    pending: object = None     # that check's device.ValueCheck until settle_swap_in takes its verdict
+    gate: object = None        # the value check's flags (value_flags.start_check); None: always open
+    pending: object = None     # that check's value_flags.ValueCheck until settle_swap_in takes its verdict
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,7 +89,7 @@ class SwapInCall(NamedTuple):
 
 def swap_in_flags_reference(call: SwapInCall) -> list:
     """The verdict of :func:`swap_in_check_kernel` on a call of NumPy arrays: ``[(count, first
-    row), ...]`` per condition, as ``device.check_flags`` returns it. Rows whose request row or
+    row), ...]`` per condition, as ``value_flags.check_flags`` returns it. Rows whose request row or
     ``seq_len`` is invalid are not checked further; long rows with a bad selection or slot state
     are not checked for misses (as in the kernel). The first row of ``HOT_LOCATION`` may differ
     on the device when the flag is for a shared device row (whichever claim came second)."""
@@ -279,12 +281,12 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
     return kernel
 
 
-def start_swap_in_check(call: SwapInCall) -> device.ValueCheck:
-    """Enqueue :func:`swap_in_check_kernel` on ``call`` (``device.start_check``)."""
+def start_swap_in_check(call: SwapInCall) -> value_flags.ValueCheck:
+    """Enqueue :func:`swap_in_check_kernel` on ``call`` (``value_flags.start_check``)."""
     item = call.item_size_bytes
     device_items = call.device_buffer.nbytes // item
     claims, epoch = claim_epoch(device_items)
-    return device.start_check(
+    return value_flags.start_check(
         swap_in_check_kernel(call.num_top_k, call.hot_buffer_size), call.batch, CHECK_BLOCK,
         call.top_k_tokens, call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
         call.req_pool_indices, call.seq_lens, call.lru_slots, call.num_real_reqs,

@@ -43,8 +43,10 @@ import functools
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..blockscan import block_exclusive_scan_dev
-from ..device import cuda, gate_closed_dev, xp
+from ..device import cuda, xp
+from ..value_flags import gate_closed_dev
 from .plan_checks import PLAN_BS_BLOCK_SIZE, CanaryPlanCall, check_canary_plan, settle_canary_plan
 from .plan_types import VerifyPlan, WritePlan  # noqa: F401  (the plan types, re-exported)
 
@@ -296,7 +298,7 @@ def launch_unchecked(call: CanaryPlanCall) -> None:
                   call.extend_seq_lens, call.req_to_token, lut, lut_len, window, cap, scratch,
                   vp.verify_num_valid, vp.enable, wp.write_offsets, wp.write_seed_slot_indices,
                   wp.write_num_valid_reqs,
-                  device.open_gate() if call.gate is None else call.gate)
+                  value_flags.open_gate() if call.gate is None else call.gate)
     if bs == 0:
         return
     blocks, threads = _entries_geometry(cap)
@@ -305,7 +307,7 @@ def launch_unchecked(call: CanaryPlanCall) -> None:
                   lut_len, window, pool, valid_lens, has_pool, call.kv_token_id_vs_position_offset,
                   vp.verify_slot_indices, vp.verify_expected_tokens, vp.verify_expected_positions,
                   vp.verify_prev_slot_indices,
-                  device.open_gate() if call.gate is None else call.gate)
+                  value_flags.open_gate() if call.gate is None else call.gate)
 
 
 def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,

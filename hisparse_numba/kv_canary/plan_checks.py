@@ -24,9 +24,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..checks import (CANARY_PREFIX, check_array, check_int, check_mode, check_no_overlap, describe, fail,
                       raise_first, require_array, settle)
-from ..device import cuda, flag_bad_dev
+from ..device import cuda
+from ..value_flags import flag_bad_dev
 from .plan_types import VerifyPlan, WritePlan
 
 PLAN_BS_BLOCK_SIZE = 4096
@@ -53,8 +55,8 @@ class CanaryPlanCall(NamedTuple):
     full_to_swa_index_mapping: object = None
     req_to_verify_expected_tokens: object = None
     req_to_verify_expected_tokens_valid_lens: object = None
-    gate: object = None        # the value check's flags (device.start_check); None: always open
-    pending: object = None     # that check's device.ValueCheck until the launcher settles it
+    gate: object = None        # the value check's flags (value_flags.start_check); None: always open
+    pending: object = None     # that check's value_flags.ValueCheck until the launcher settles it
 
 
 def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
@@ -176,7 +178,7 @@ def plan_value_verdict_reference(req_pool_indices, prefix_lens, extend_seq_lens,
            active & (extend > max_seq_len - np.maximum(prefix, 0)),
            active & (pool_rows >= 0) & (rp >= pool_rows)]
     verdict = [(int(b.sum()), int(np.argmax(b)) if b.any() else -1) for b in bad]
-    return verdict + [(0, -1)] * (device.CHECK_CONDITIONS - len(verdict))
+    return verdict + [(0, -1)] * (value_flags.CHECK_CONDITIONS - len(verdict))
 
 
 @cuda.jit
@@ -226,7 +228,7 @@ def check_plan_values(call: CanaryPlanCall, *, fn: str = "launch_canary_plan_ker
     if not on_device:
         raise_plan_flags(plan_value_verdict_reference(*_value_args(call)), call, fn)
         return call
-    check = device.start_check(plan_value_check_kernel, *_value_geometry(call.bs), *_value_args(call))
+    check = value_flags.start_check(plan_value_check_kernel, *_value_geometry(call.bs), *_value_args(call))
     call = call._replace(gate=check.gate, pending=check)
     return call if defer else settle(call, functools.partial(raise_plan_flags, fn=fn))
 

@@ -29,7 +29,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
-from ..device import cuda, gate_closed_dev
+from .. import value_flags
+from ..device import cuda
+from ..value_flags import gate_closed_dev
 from .context import (VerifyOrWriteContext, append_violations_reference, canary_fields, fold_real_kv_dev,
                       fold_real_kv_reference, host_sources, record_violation_dev, source_arguments)
 from .hashing import (CANARY_FIELD_POSITION, CANARY_FIELD_PREV_HASH, CANARY_FIELD_REAL_KV_HASH,
@@ -151,7 +153,7 @@ def launch_unchecked(call: CanaryVerifyCall) -> None:
                   int(call.check_verify_expected_token), int(ctx.kernel_kind), ctx.violation_ring,
                   ctx.violation_write_index, ctx.slot_run_counter, ctx.kernel_run_counter, *words, params,
                   n_src,
-                  device.open_gate() if call.gate is None else call.gate)
+                  value_flags.open_gate() if call.gate is None else call.gate)
 
 
 def launch_canary_verify_kernel(*, context: VerifyOrWriteContext, plan: VerifyPlan,

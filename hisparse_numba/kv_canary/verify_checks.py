@@ -21,9 +21,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, describe, fail, raise_first,
                       require_array, settle)
-from ..device import cuda, flag_bad_dev
+from ..device import cuda
+from ..value_flags import flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan_types import VerifyPlan
 
@@ -34,8 +36,8 @@ class CanaryVerifyCall(NamedTuple):
     context: VerifyOrWriteContext
     plan: VerifyPlan
     check_verify_expected_token: bool
-    gate: object = None        # the value check's flags (device.start_check); None: always open
-    pending: object = None     # that check's device.ValueCheck until the launcher settles it
+    gate: object = None        # the value check's flags (value_flags.start_check); None: always open
+    pending: object = None     # that check's value_flags.ValueCheck until the launcher settles it
 
 
 PLAN_ARRAYS = ("verify_slot_indices", "verify_expected_tokens", "verify_expected_positions",
@@ -77,7 +79,7 @@ SLOT_OUT_OF_RANGE, PREV_PAST_BUFFER = range(2)
 
 def verify_value_verdict_reference(slots, prev_slots, num_valid, enable, num_slots: int) -> list:
     """``[(count, first bad entry), ...]`` per condition of the module docstring (NumPy)."""
-    verdict = [(0, -1)] * device.CHECK_CONDITIONS
+    verdict = [(0, -1)] * value_flags.CHECK_CONDITIONS
     if int(np.asarray(enable)[0]) == 0:
         return verdict
     active = min(max(int(np.asarray(num_valid)[0]), 0), slots.shape[0])
@@ -131,7 +133,7 @@ def check_verify_values(call: CanaryVerifyCall, *, on_device: bool = True,
         raise_verify_flags(verify_value_verdict_reference(*_value_args(call)), call)
         return call
     geometry = _entries_geometry(int(call.plan.verify_slot_indices.shape[0]))
-    check = device.start_check(verify_value_check_kernel, *geometry, *_value_args(call))
+    check = value_flags.start_check(verify_value_check_kernel, *geometry, *_value_args(call))
     call = call._replace(gate=check.gate, pending=check)
     return call if defer else settle_canary_verify(call)
 

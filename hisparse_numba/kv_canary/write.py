@@ -39,7 +39,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
-from ..device import cuda, gate_closed_dev
+from .. import value_flags
+from ..device import cuda
+from ..value_flags import gate_closed_dev
 from .context import (VerifyOrWriteContext, append_violations_reference, canary_fields, fold_real_kv_dev,
                       fold_real_kv_reference, host_sources, record_violation_dev, source_arguments)
 from .hashing import (CHAIN_HEAD_HASH, CANARY_FIELD_POSITION, CANARY_FIELD_PREV_HASH,
@@ -181,7 +183,7 @@ def launch_unchecked(call: CanaryWriteCall) -> None:
                   call.out_cache_loc, int(ctx.kernel_kind), int(call.enable_write_input_assert), exp_tok,
                   exp_pos, ctx.violation_ring, ctx.violation_write_index, ctx.slot_run_counter,
                   ctx.kernel_run_counter, flag, *words, params, n_src,
-                  device.open_gate() if call.gate is None else call.gate)
+                  value_flags.open_gate() if call.gate is None else call.gate)
 
 
 def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan, input_ids, positions,

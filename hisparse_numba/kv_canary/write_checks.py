@@ -31,9 +31,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
+from .. import value_flags
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, claim_epoch, describe, fail,
                       raise_first, require_array, settle)
-from ..device import cuda, flag_bad_dev, xp
+from ..device import cuda, xp
+from ..value_flags import flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan_types import WritePlan
 
@@ -49,8 +51,8 @@ class CanaryWriteCall(NamedTuple):
     enable_write_input_assert: bool
     expected_input_tokens: object = None
     expected_input_positions: object = None
-    gate: object = None        # the value check's flags (device.start_check); None: always open
-    pending: object = None     # that check's device.ValueCheck until the launcher settles it
+    gate: object = None        # the value check's flags (value_flags.start_check); None: always open
+    pending: object = None     # that check's value_flags.ValueCheck until the launcher settles it
 
 
 def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
@@ -137,7 +139,7 @@ def write_value_verdict_reference(write_offsets, seeds, num_valid_reqs, out_cach
 
     verdict = [by_index(bad_rows), by_index(past), by_value(bad_seed_rows, len(bad_seed_rows)),
                by_value(repeated, (counts - 1).sum()), by_value(written_seeds, len(written_seeds))]
-    return verdict + [(0, -1)] * (device.CHECK_CONDITIONS - len(verdict))
+    return verdict + [(0, -1)] * (value_flags.CHECK_CONDITIONS - len(verdict))
 
 
 @cuda.jit
@@ -205,7 +207,7 @@ def check_write_values(call: CanaryWriteCall, *, on_device: bool = True,
     args = _value_args(call)
     marks, epoch = claim_epoch(args[-1], planes=2)
     rows = int(call.plan.write_seed_slot_indices.shape[0])
-    check = device.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch)
+    check = value_flags.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch)
     call = call._replace(gate=check.gate, pending=check)
     return call if defer else settle_canary_write(call)
 

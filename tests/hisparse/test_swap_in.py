@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hisparse_numba import device
+from hisparse_numba import value_flags
 from hisparse_numba.hisparse.examples import (
     ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries, planned_copy_args, to_device_problem,
     to_host_problem)
@@ -388,11 +389,11 @@ def test_checks_shapes_skips_the_value_pass_and_full_is_the_default():
 
 
 def test_an_accepted_call_checks_values_in_one_pass_without_host_copies(monkeypatch):
-    """One check-kernel launch with one read-back (device.check_flags), no table copied to the host."""
+    """One check-kernel launch with one read-back (value_flags.check_flags), no table copied to the host."""
     p = to_device_problem(make_swap_in_problem(np.random.default_rng(6), batch=3, num_top_k=8, hot_buffer_size=16,
                                                num_real=2, block_size=32))
     calls = {"start_check": 0, "to_host": 0}
-    start_check, to_host = device.start_check, device.to_host
+    start_check, to_host = value_flags.start_check, device.to_host
 
     def counting(name, fn):
         def wrapped(*args, **kwargs):
@@ -400,7 +401,7 @@ def test_an_accepted_call_checks_values_in_one_pass_without_host_copies(monkeypa
             return fn(*args, **kwargs)
         return wrapped
 
-    monkeypatch.setattr(device, "start_check", counting("start_check", start_check))
+    monkeypatch.setattr(value_flags, "start_check", counting("start_check", start_check))
     monkeypatch.setattr(device, "to_host", counting("to_host", to_host))
     load_cache_to_device_buffer_mla(**p)
     d = planned_copy_args(p, device.to_device(np.zeros(p["device_buffer"].shape, np.uint8)))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from hisparse_numba import checks, device
+from hisparse_numba import checks, device, value_flags
 from hisparse_numba.kv_canary import (
     RealKvHashMode,
     RealKvSource,
@@ -57,7 +57,7 @@ def test_plan_verdict_kernel_equals_reference(seed):
         args = (rp, prefix, extend, max_reqs, width, pool_rows)
         want = plan_checks.plan_value_verdict_reference(*args)
         dev = tuple(device.to_device(a) for a in args[:3]) + args[3:]
-        got = device.check_flags(plan_checks.plan_value_check_kernel, *plan_checks._value_geometry(bs), *dev)
+        got = value_flags.check_flags(plan_checks.plan_value_check_kernel, *plan_checks._value_geometry(bs), *dev)
         assert got == want
 
 
@@ -76,7 +76,7 @@ def test_write_verdict_kernel_equals_reference(seed):
         want = write_checks.write_value_verdict_reference(*args)
         marks, epoch = checks.claim_epoch(num_slots, planes=2)
         dev = tuple(device.to_device(a) for a in args[:4]) + (num_slots, marks, epoch)
-        got = device.check_flags(write_checks.write_value_check_kernel, *write_checks._rows_geometry(rows), *dev)
+        got = value_flags.check_flags(write_checks.write_value_check_kernel, *write_checks._rows_geometry(rows), *dev)
         seed_cond = write_checks.SLOT_IS_SEED
         assert got[:seed_cond] == want[:seed_cond] and got[seed_cond + 1:] == want[seed_cond + 1:]
         # a slot that is also a seed is seen by its writer, its reader or both: compare the verdict
@@ -95,7 +95,7 @@ def test_verify_verdict_kernel_equals_reference(seed):
         args = (slots, prev, num_valid, enable, num_slots)
         want = verify_checks.verify_value_verdict_reference(*args)
         dev = tuple(device.to_device(a) for a in args[:4]) + (num_slots,)
-        got = device.check_flags(verify_checks.verify_value_check_kernel, *verify_checks._entries_geometry(cap), *dev)
+        got = value_flags.check_flags(verify_checks.verify_value_check_kernel, *verify_checks._entries_geometry(cap), *dev)
         assert got == want
 
 
@@ -108,8 +108,8 @@ def test_repeat_stamps_do_not_leak_between_calls_and_epochs_wrap(monkeypatch):
         monkeypatch.setitem(checks._claims, 2, [device.xp.zeros((2, 8), np.int32), epoch_before])
         for _ in range(2):  # the same slots in two calls: not a repeat
             marks, epoch = checks.claim_epoch(8, planes=2)
-            got = device.check_flags(write_checks.write_value_check_kernel, 1, 8, *dev, 8, marks, epoch)
-            assert got == [(0, -1)] * device.CHECK_CONDITIONS
+            got = value_flags.check_flags(write_checks.write_value_check_kernel, 1, 8, *dev, 8, marks, epoch)
+            assert got == [(0, -1)] * value_flags.CHECK_CONDITIONS
 
 
 # ---- issue 18 item 3 and 4: rejected before anything is written ----
@@ -219,8 +219,8 @@ def test_verify_values_rejected_before_anything_is_written():
 
 def test_full_checks_are_one_device_pass_and_shapes_skips_them(monkeypatch):
     calls = []
-    real = device.start_check
-    monkeypatch.setattr(device, "start_check", lambda *a: calls.append(a[0]) or real(*a))
+    real = value_flags.start_check
+    monkeypatch.setattr(value_flags, "start_check", lambda *a: calls.append(a[0]) or real(*a))
     p = plan_problem([1, 2], [0, 0], [3, 2], max_reqs=3, max_seq_len=8)
     dev, _ = context_pair(24)
     for checks, per_call in (("full", 1), ("shapes", 0)):

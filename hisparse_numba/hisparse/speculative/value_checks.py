@@ -3,7 +3,7 @@
 ``check_speculative`` (``checks.py``) checks shapes and dtypes on the host; the values live on the
 device, so this module checks them there, before the swap kernel runs: one launch of
 ``value_check_kernel`` (one block per batch row, coalesced reads, atomics into
-``device.check_flags``' small flags buffer and into a bit per request slot and per device item)
+``value_flags.check_flags``' small flags buffer and into a bit per request slot and per device item)
 and one read-back of the flags. ``value_checks_reference`` computes the same verdict in NumPy; the
 reference launcher uses it. docs/hisparse-speculative.md ("What a call must satisfy") lists the
 rules; lessons 01, 03, 04 and 08 call launchers that run them.
@@ -21,7 +21,7 @@ For each real row ``b < num_real_reqs[0]`` with request ``rid = req_pool_indices
   the coming call's scratch epoch (a row that looks full would make the ordered insert probe
   forever), reference epochs in ``[0, 2^EPOCH_BITS)``.
 
-The verdict is ``[(count, first), ...]`` per condition (``device.check_flags``); ``first`` is
+The verdict is ``[(count, first), ...]`` per condition (``value_flags.check_flags``); ``first`` is
 chosen so that it does not depend on thread timing: the smallest position, or for repeats the
 smallest repeated value.
 """
@@ -33,13 +33,15 @@ import functools
 import numpy as np
 
 from ... import device
+from ... import value_flags
 from ...checks import fail
-from ...device import cuda, flag_bad_dev, jit_kernel
+from ...device import cuda, jit_kernel
+from ...value_flags import flag_bad_dev
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
 from ..spec_state_checks import claim_slot_dev
 from .arguments import derived_argument, int64_view
 
-# conditions (device.check_flags)
+# conditions (value_flags.check_flags)
 NUM_REAL, REQUEST, REPEATED_REQUEST, SEQ_LEN, HOST_LOC, DEVICE_LOC, REPEATED_LOC, STATE = range(8)
 # what a STATE flag is about: first = 4 * b + kind
 COUNTERS, FULL_TABLE, EPOCHS = 0, 1, 2
@@ -66,7 +68,7 @@ class Sizes:
 def value_checks_reference(call) -> list:
     """The verdict of ``value_check_kernel`` on host arrays, computed with whole-batch passes."""
     z = Sizes(call)
-    verdict = [(0, -1)] * device.CHECK_CONDITIONS
+    verdict = [(0, -1)] * value_flags.CHECK_CONDITIONS
 
     def record(condition, where):
         where = np.asarray(where, dtype=np.int64).reshape(-1)
@@ -218,7 +220,7 @@ def value_checks_device(call) -> list:
     bits.fill(0)
     state = call.state
     threads = CHECK_THREADS if device.backend() == "cuda" else 32
-    return device.check_flags(
+    return value_flags.check_flags(
         value_check_kernel, max(1, z.batch), threads, call.top_k_tokens, call.host_cache_locs,
         call.device_buffer_locs, call.req_pool_indices, call.seq_lens, call.num_real_reqs,
         state.cache_policy, state.scratch_locs, state.scratch_state,
