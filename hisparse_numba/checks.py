@@ -321,3 +321,15 @@ def settle(call, raise_flags, value_condition=None):
     if value_condition is not None and verdict[value_condition][0]:
         return call._replace(pending=None, num_real=verdict[value_condition][1])
     return call._replace(pending=None)    # (compile-only mode runs no kernel: nothing came back)
+
+
+def launch_then_settle(call, launch_unchecked, settle_call):
+    """The public launchers' last step: enqueue ``call``'s gated kernels, then take the verdict of
+    its value check (``settle_call(call)`` raises a rejection's ``ValueError``). If enqueuing fails,
+    the verdict is taken first, so that a rejected call reports what is wrong with its values."""
+    try:
+        launch_unchecked(call)
+    except Exception:
+        settle_call(call)
+        raise
+    return settle_call(call)

@@ -113,7 +113,7 @@ def test_kernel_cache_info_names_the_location():
 
 _CACHE_PROBE = """
 import json, numpy as np
-from hisparse_numba import device
+from hisparse_numba import device, value_flags
 from hisparse_numba.hisparse.planned_copy import planned_copy_kernel
 from hisparse_numba.bench.harness import zero_copy_gather_kernel
 host = device.host_cache_array((8, 32), np.uint8)
@@ -125,7 +125,7 @@ k = planned_copy_kernel(False)
 plan = device.to_device(np.zeros((2, 4), np.int64))
 device.launch(k, 1, 64, plan, plan.astype(np.int32), device.to_device(np.zeros(2, np.int32)),
               device.to_device(np.ones(1, np.int32)), device.byte_words(host),
-              device.byte_words(buf), 4)
+              device.byte_words(buf), 4, value_flags.open_gate())
 device.synchronize()
 print(json.dumps([sum(f.stats.cache_hits.values()) for f in (zero_copy_gather_kernel, k)]))
 """

@@ -24,6 +24,7 @@ import functools
 import numpy as np
 
 from .. import device
+from ..checks import launch_then_settle
 from .. import value_flags
 from ..device import cuda
 from ..value_flags import gate_closed_dev
@@ -110,5 +111,4 @@ def copy_cache_planned_mla(*, miss_src, miss_dst, miss_count, num_real_reqs, hos
                               device_buffer=device_buffer, item_size_bytes=item_size_bytes,
                               num_blocks=num_blocks, block_size=block_size, skip_io=skip_io,
                               checks=checks, defer=True)
-    launch_unchecked(call)           # gated: writes nothing if the value check rejects the plan
-    settle_planned_copy(call)
+    launch_then_settle(call, launch_unchecked, settle_planned_copy)   # gated kernel, then the verdict

@@ -44,6 +44,7 @@ import functools
 import numpy as np
 
 from .. import device
+from ..checks import launch_then_settle
 from .. import value_flags
 from ..blockscan import block_exclusive_scan_dev
 from ..device import cuda
@@ -336,5 +337,4 @@ def load_cache_to_device_buffer_mla(
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots, item_size_bytes,
         num_top_k, hot_buffer_size, page_size, block_size, num_real_reqs, miss_src, miss_dst,
         miss_count, skip_io, checks, defer=True)
-    launch_unchecked(call)           # gated: writes nothing if the value check rejects the call
-    settle_swap_in(call)
+    launch_then_settle(call, launch_unchecked, settle_swap_in)   # gated kernel, then the verdict

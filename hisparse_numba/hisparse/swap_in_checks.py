@@ -46,7 +46,7 @@ from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 MAX_SLOTS = 32767  # slot ids and lanes are int16
 NUM_REAL, REQUEST, SELECTION, SLOT_STATE, MISS_SOURCE, HOT_LOCATION = range(6)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
-CHECK_BLOCK = 32 if device.SIMULATOR else 256   # the simulator runs each thread as a Python thread
+CHECK_BLOCK = 32 if device.SIMULATOR else 1024  # a row's phases are latency-bound: more threads, fewer steps
 
 
 class SwapInCall(NamedTuple):
@@ -195,15 +195,15 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
         if tid == 0:
             if rid < 0 or rid >= device_buffer_tokens.shape[0]:
                 flag_bad_dev(flags, REQUEST, b)
-            else:
-                for e in range(b):
-                    if req_pool_indices[e] == rid:
-                        flag_bad_dev(flags, REQUEST, b)
-                        break
             if seq_len < 0:
                 flag_bad_dev(flags, SELECTION, b)
         if rid < 0 or rid >= device_buffer_tokens.shape[0] or seq_len < 0:
             return
+        e = tid
+        while e < b:                                      # an earlier real row with this request
+            if req_pool_indices[e] == rid:
+                flag_bad_dev(flags, REQUEST, b)
+            e += BS
 
         p = tid
         while p < H:

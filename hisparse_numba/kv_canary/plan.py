@@ -43,6 +43,7 @@ import functools
 import numpy as np
 
 from .. import device
+from ..checks import launch_then_settle
 from .. import value_flags
 from ..blockscan import block_exclusive_scan_dev
 from ..device import cuda, xp
@@ -337,5 +338,4 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
         req_to_verify_expected_tokens=req_to_verify_expected_tokens,
         req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
         kv_token_id_vs_position_offset=kv_token_id_vs_position_offset, checks=checks, defer=True)
-    launch_unchecked(call)           # gated: writes nothing if the value check rejects the call
-    settle_canary_plan(call)
+    launch_then_settle(call, launch_unchecked, settle_canary_plan)   # gated kernels, then the verdict

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
+from ..checks import launch_then_settle
 from .. import value_flags
 from ..device import cuda
 from ..value_flags import gate_closed_dev
@@ -169,5 +170,4 @@ def launch_canary_verify_kernel(*, context: VerifyOrWriteContext, plan: VerifyPl
     call = check_canary_verify(context=context, plan=plan,
                                check_verify_expected_token=check_verify_expected_token, checks=checks,
                                defer=True)
-    launch_unchecked(call)           # gated: writes nothing if the value check rejects the call
-    settle_canary_verify(call)
+    launch_then_settle(call, launch_unchecked, settle_canary_verify)   # gated kernel, then the verdict

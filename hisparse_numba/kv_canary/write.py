@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
+from ..checks import launch_then_settle
 from .. import value_flags
 from ..device import cuda
 from ..value_flags import gate_closed_dev
@@ -203,5 +204,4 @@ def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan
         out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
         expected_input_tokens=expected_input_tokens, expected_input_positions=expected_input_positions,
         checks=checks, defer=True)
-    launch_unchecked(call)           # gated: writes nothing if the value check rejects the call
-    settle_canary_write(call)
+    launch_then_settle(call, launch_unchecked, settle_canary_write)   # gated kernel, then the verdict
