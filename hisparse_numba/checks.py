@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import device
-from . import value_flags
+import functools
+
+from . import device, value_flags
 from .device import data_address
 
 ALIGN_BYTES = 16
@@ -333,3 +334,70 @@ def launch_then_settle(call, launch_unchecked, settle_call):
         settle_call(call)
         raise
     return settle_call(call)
+
+
+# ------------------------------------------------------------------------ remembered host checks
+
+def _add_facts(name: str, a, facts: list, depth: int = 0) -> bool:
+    t = type(a)
+    if t is _DEVICE_ARRAY:
+        facts.append((name, id(a), a.data.ptr, a.shape, a.strides, a.dtype))
+    elif a is None or isinstance(a, (int, float, str, np.generic)):
+        facts.append((name, t, a))
+    elif isinstance(a, np.ndarray):
+        facts.append((name, id(a), t, a.ctypes.data, a.shape, a.strides, a.dtype))
+    elif depth < 3 and hasattr(a, "__dataclass_fields__"):      # a plan or a context: its fields
+        facts.append((name, t))
+        return all(_add_facts(f"{name}.{f}", getattr(a, f), facts, depth + 1) for f in a.__dataclass_fields__)
+    elif depth < 3 and t is tuple:
+        facts.append((name, len(a)))
+        return all(_add_facts(f"{name}[{i}]", v, facts, depth + 1) for i, v in enumerate(a))
+    else:
+        return False
+    return True
+
+
+def argument_facts(arguments: dict) -> tuple | None:
+    """Everything a launcher's host checks read from ``arguments`` (name -> value): per array its
+    identity, type, address, shape, strides and dtype; per scalar its type and value; plans and
+    contexts field by field. None when an argument is of another kind (such a call is checked
+    afresh)."""
+    facts = []
+    for name, a in arguments.items():
+        if not _add_facts(name, a, facts):
+            return None
+    return tuple(facts)
+
+
+def remember_host_checks(size: int = 8):
+    """Decorator for a launcher's host checks, ``host_checks(**arguments) -> Call``: the checks
+    are a function of :func:`argument_facts` alone (types, shapes, strides, dtypes, addresses,
+    scalars; never the values inside arrays), so a call whose facts equal a recent accepted call's
+    gets that call back without running them again. Decode loops pass the same buffers every step;
+    this takes the host checks out of their per-call cost (bench startup). The remembered calls
+    hold references to their arrays, so an array's ``id`` cannot be reused while it is remembered;
+    at most ``size`` calls are kept. A rejected call is never remembered."""
+    def wrap(host_checks):
+        remembered: dict = {}
+
+        @functools.wraps(host_checks)
+        def checked(**arguments):
+            key = argument_facts(arguments)
+            if key is None:
+                return host_checks(**arguments)
+            try:
+                return remembered[key]
+            except (KeyError, TypeError):   # TypeError: an unhashable scalar
+                pass
+            call = host_checks(**arguments)
+            try:
+                if len(remembered) >= size:
+                    del remembered[next(iter(remembered))]
+                remembered[key] = call
+            except TypeError:
+                pass
+            return call
+
+        checked.remembered = remembered
+        return checked
+    return wrap

@@ -24,7 +24,7 @@ from .. import device
 from .. import value_flags
 from ..checks import (FlagTally, check_block_size, check_flag, check_int, check_item_buffer, check_item_copy,
                       check_miss_plan, check_mode, check_no_overlap, claim_epoch, describe, fail,
-                      require_array, settle)
+                      remember_host_checks, require_array, settle)
 from ..device import cuda
 from ..value_flags import CHECK_CONDITIONS, flag_bad_dev, report_value_dev
 
@@ -182,16 +182,12 @@ def raise_planned_copy_flags(flags, call: PlannedCopyCall) -> None:
          "two replayed copies into one row would race")
 
 
-def check_planned_copy(*, miss_src, miss_dst, miss_count, num_real_reqs, host_cache,
-                       device_buffer, item_size_bytes, num_blocks, block_size, skip_io=False,
-                       checks="full", defer=False) -> PlannedCopyCall:
-    """Every precondition of the replay, checked before anything is written; the accepted call.
-
-    ``checks="shapes"`` skips the device-side value pass (``num_real`` of the call is then None).
-    ``defer=True``: return once the value pass is enqueued; :func:`settle_planned_copy` takes its
-    verdict after the launcher enqueued the gated kernel (as ``check_swap_in``).
-    """
-    full = check_mode(checks)
+@remember_host_checks()
+def planned_copy_host_checks(*, miss_src, miss_dst, miss_count, num_real_reqs, host_cache,
+                             device_buffer, item_size_bytes, num_blocks, block_size,
+                             skip_io=False) -> PlannedCopyCall:
+    """The host part of :func:`check_planned_copy` (types, shapes, dtypes, layouts, scalars; no value
+    inside an array), remembered for repeated calls on the same buffers."""
     if miss_src is None or miss_dst is None or miss_count is None:
         fail("miss_src, miss_dst, and miss_count must be provided together.")
     if num_real_reqs is None or isinstance(num_real_reqs, (int, np.integer)):
@@ -225,6 +221,24 @@ def check_planned_copy(*, miss_src, miss_dst, miss_count, num_real_reqs, host_ca
         num_real=None, num_blocks=blocks, block_size=block, skip_io=skip, item_size_bytes=item,
         miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count, num_real_reqs=num_real_reqs,
         host_cache=host_cache, device_buffer=device_buffer)
+    return call
+
+
+def check_planned_copy(*, miss_src, miss_dst, miss_count, num_real_reqs, host_cache,
+                       device_buffer, item_size_bytes, num_blocks, block_size, skip_io=False,
+                       checks="full", defer=False) -> PlannedCopyCall:
+    """Every precondition of the replay, checked before anything is written; the accepted call.
+
+    ``checks="shapes"`` skips the device-side value pass (``num_real`` of the call is then None).
+    ``defer=True``: return once the value pass is enqueued; :func:`settle_planned_copy` takes its
+    verdict after the launcher enqueued the gated kernel (as ``check_swap_in``).
+    """
+    full = check_mode(checks)
+    call = planned_copy_host_checks(
+        miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count,
+        num_real_reqs=num_real_reqs, host_cache=host_cache, device_buffer=device_buffer,
+        item_size_bytes=item_size_bytes, num_blocks=num_blocks, block_size=block_size,
+        skip_io=skip_io)
     if full:
         check = start_planned_copy_check(call)
         call = call._replace(gate=check.gate, pending=check)

@@ -38,7 +38,7 @@ from .. import value_flags
 from ..checks import (FlagTally, agreed_rows, check_block_size, check_dtype, check_dtype_in, check_flag,
                       check_inner_contiguous, check_int, check_item_buffer, check_item_copy,
                       check_miss_plan, check_mode, check_ndim, check_no_overlap, claim_epoch, describe,
-                      fail, require_array, row_stride, settle)
+                      fail, remember_host_checks, require_array, row_stride, settle)
 from ..device import cuda
 from ..value_flags import CHECK_CONDITIONS, block_fill_dev, flag_bad_dev, report_value_dev
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
@@ -400,27 +400,13 @@ def _check_num_real_array(num_real_reqs) -> None:
         fail(f"num_real_reqs must be an int32 array with shape [1], got {describe(num_real_reqs)}")
 
 
-def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
-                  device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots,
-                  item_size_bytes, num_top_k, hot_buffer_size, page_size=1, block_size=256,
-                  num_real_reqs=None, miss_src=None, miss_dst=None, miss_count=None,
-                  skip_io=False, checks="full", defer=False) -> SwapInCall:
-    """Every precondition of the single-step swap-in, checked before anything is written.
-
-    Takes the launcher's arguments, in its order (``page_size`` is unused, as in sglang), so that
-    ``check_swap_in(**problem)`` works on a problem of ``hisparse.examples``.
-
-    sglang's own checks come first, with its texts; then the checks sglang omits although a
-    violation corrupts memory or state silently
-    (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``). With ``checks="full"`` (the
-    default) the values are checked on the device (see the module docstring); ``"shapes"`` skips
-    that pass. Returns the accepted call for :func:`swap_in.launch_unchecked`.
-
-    ``defer=True`` (the public launcher) returns as soon as the device pass is enqueued: the call
-    then carries its ``gate`` and ``pending`` check, the launcher enqueues the gated kernel and
-    :func:`settle_swap_in` takes the verdict (and raises) afterwards, so the stream never waits.
-    """
-    full = check_mode(checks)
+@remember_host_checks()
+def swap_in_host_checks(*, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
+        device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots, item_size_bytes,
+        num_top_k, hot_buffer_size, page_size, block_size, num_real_reqs, miss_src, miss_dst,
+        miss_count, skip_io) -> SwapInCall:
+    """The host part of :func:`check_swap_in`: types, shapes, dtypes, layouts and scalars (no
+    value inside an array); remembered for repeated calls on the same buffers."""
     arrays = dict(top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
                   host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
                   host_cache=host_cache, device_buffer=device_buffer,
@@ -520,7 +506,39 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
         num_real_reqs=_all_rows_real(batch) if num_real_reqs is None else num_real_reqs,
         miss_src=miss_src if record else None,
         miss_dst=miss_dst if record else None, miss_count=miss_count if record else None)
-    if full and batch:
+    return call
+
+
+def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
+                  device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots,
+                  item_size_bytes, num_top_k, hot_buffer_size, page_size=1, block_size=256,
+                  num_real_reqs=None, miss_src=None, miss_dst=None, miss_count=None,
+                  skip_io=False, checks="full", defer=False) -> SwapInCall:
+    """Every precondition of the single-step swap-in, checked before anything is written.
+
+    Takes the launcher's arguments, in its order (``page_size`` is unused, as in sglang), so that
+    ``check_swap_in(**problem)`` works on a problem of ``hisparse.examples``.
+
+    sglang's own checks come first, with its texts; then the checks sglang omits although a
+    violation corrupts memory or state silently
+    (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``). With ``checks="full"`` (the
+    default) the values are checked on the device (see the module docstring); ``"shapes"`` skips
+    that pass. Returns the accepted call for :func:`swap_in.launch_unchecked`.
+
+    ``defer=True`` (the public launcher) returns as soon as the device pass is enqueued: the call
+    then carries its ``gate`` and ``pending`` check, the launcher enqueues the gated kernel and
+    :func:`settle_swap_in` takes the verdict (and raises) afterwards, so the stream never waits.
+    """
+    full = check_mode(checks)
+    call = swap_in_host_checks(
+        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
+        host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
+        host_cache=host_cache, device_buffer=device_buffer, top_k_device_locs=top_k_device_locs,
+        req_pool_indices=req_pool_indices, seq_lens=seq_lens, lru_slots=lru_slots,
+        item_size_bytes=item_size_bytes, num_top_k=num_top_k, hot_buffer_size=hot_buffer_size,
+        page_size=page_size, block_size=block_size, num_real_reqs=num_real_reqs,
+        miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count, skip_io=skip_io)
+    if full and call.batch:
         check = start_swap_in_check(call)
         call = call._replace(gate=check.gate, pending=check)
         if not defer:

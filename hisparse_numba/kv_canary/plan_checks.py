@@ -26,7 +26,7 @@ import numpy as np
 from .. import device
 from .. import value_flags
 from ..checks import (CANARY_PREFIX, check_array, check_int, check_mode, check_no_overlap, describe, fail,
-                      raise_first, require_array, settle)
+                      raise_first, require_array, settle, remember_host_checks)
 from ..device import cuda
 from ..value_flags import flag_bad_dev
 from .plan_types import VerifyPlan, WritePlan
@@ -59,18 +59,15 @@ class CanaryPlanCall(NamedTuple):
     pending: object = None     # that check's value_flags.ValueCheck until the launcher settles it
 
 
-def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
-                      extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
-                      verify_capacity, req_to_verify_expected_tokens,
-                      req_to_verify_expected_tokens_valid_lens, kv_token_id_vs_position_offset,
-                      fn: str = "launch_canary_plan_kernels", checks: str = "full", defer: bool = False,
-                      on_device: bool = True) -> CanaryPlanCall:
-    """Every check of the plan launchers, in sglang's order; the accepted call.
-
-    ``fn`` names the caller in the messages (as sglang's do). ``checks="shapes"`` skips the value
-    checks; ``on_device=False`` runs them in NumPy (the reference's host arrays).
-    """
-    values = check_mode(checks, prefix=CANARY_PREFIX)
+@remember_host_checks()
+def canary_plan_host_checks(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
+                            extend_seq_lens, req_to_token, swa_window_size,
+                            full_to_swa_index_mapping, verify_capacity,
+                            req_to_verify_expected_tokens, req_to_verify_expected_tokens_valid_lens,
+                            kv_token_id_vs_position_offset,
+                            fn="launch_canary_plan_kernels") -> CanaryPlanCall:
+    """The host part of :func:`check_canary_plan` (types, shapes, dtypes, layouts, scalars; no value
+    inside an array), remembered for repeated calls on the same buffers."""
     if not isinstance(verify_plan_out, VerifyPlan):
         raise TypeError(f"kv-canary: {fn} verify_plan_out must be a VerifyPlan, got {type(verify_plan_out).__name__}")
     if not isinstance(write_plan_out, WritePlan):
@@ -154,6 +151,30 @@ def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, pref
         req_to_token=req_to_token, full_to_swa_index_mapping=full_to_swa_index_mapping,
         req_to_verify_expected_tokens=req_to_verify_expected_tokens,
         req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens)
+    return call
+
+
+def check_canary_plan(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
+                      extend_seq_lens, req_to_token, swa_window_size, full_to_swa_index_mapping,
+                      verify_capacity, req_to_verify_expected_tokens,
+                      req_to_verify_expected_tokens_valid_lens, kv_token_id_vs_position_offset,
+                      fn: str = "launch_canary_plan_kernels", checks: str = "full", defer: bool = False,
+                      on_device: bool = True) -> CanaryPlanCall:
+    """Every check of the plan launchers, in sglang's order; the accepted call.
+
+    ``fn`` names the caller in the messages (as sglang's do). ``checks="shapes"`` skips the value
+    checks; ``on_device=False`` runs them in NumPy (the reference's host arrays).
+    """
+    values = check_mode(checks, prefix=CANARY_PREFIX)
+    call = canary_plan_host_checks(
+        verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
+        req_pool_indices=req_pool_indices, prefix_lens=prefix_lens,
+        extend_seq_lens=extend_seq_lens, req_to_token=req_to_token,
+        swa_window_size=swa_window_size, full_to_swa_index_mapping=full_to_swa_index_mapping,
+        verify_capacity=verify_capacity,
+        req_to_verify_expected_tokens=req_to_verify_expected_tokens,
+        req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
+        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset, fn=fn)
     if values:
         call = check_plan_values(call, fn=fn, on_device=on_device, defer=defer)
     return call

@@ -23,7 +23,7 @@ import numpy as np
 from .. import device
 from .. import value_flags
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, describe, fail, raise_first,
-                      require_array, settle)
+                      require_array, settle, remember_host_checks)
 from ..device import cuda
 from ..value_flags import flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
@@ -44,11 +44,10 @@ PLAN_ARRAYS = ("verify_slot_indices", "verify_expected_tokens", "verify_expected
                "verify_prev_slot_indices")
 
 
-def check_canary_verify(*, context, plan, check_verify_expected_token, checks: str = "full",
-                        on_device: bool = True, defer: bool = False) -> CanaryVerifyCall:
-    """Every check of the verify launcher and its reference; the accepted call.
-    ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in NumPy."""
-    values = check_mode(checks, prefix=CANARY_PREFIX)
+@remember_host_checks()
+def canary_verify_host_checks(*, context, plan, check_verify_expected_token) -> CanaryVerifyCall:
+    """The host part of :func:`check_canary_verify` (types, shapes, dtypes, layouts, scalars; no value
+    inside an array), remembered for repeated calls on the same buffers."""
     check_context(context)
     check_token = check_flag("check_verify_expected_token", check_verify_expected_token, prefix=CANARY_PREFIX)
     if not isinstance(plan, VerifyPlan):
@@ -66,6 +65,16 @@ def check_canary_verify(*, context, plan, check_verify_expected_token, checks: s
     check_array("plan.enable", plan.enable, np.int32, shape=(1,), prefix=CANARY_PREFIX)
     check_launch_memory(context, {f"plan.{k}": v for k, v in plan.arrays().items()})
     call = CanaryVerifyCall(context=context, plan=plan, check_verify_expected_token=check_token)
+    return call
+
+
+def check_canary_verify(*, context, plan, check_verify_expected_token, checks: str = "full",
+                        on_device: bool = True, defer: bool = False) -> CanaryVerifyCall:
+    """Every check of the verify launcher and its reference; the accepted call.
+    ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in NumPy."""
+    values = check_mode(checks, prefix=CANARY_PREFIX)
+    call = canary_verify_host_checks(
+        context=context, plan=plan, check_verify_expected_token=check_verify_expected_token)
     if values:
         call = check_verify_values(call, on_device=on_device, defer=defer)
     return call

@@ -33,7 +33,7 @@ import numpy as np
 from .. import device
 from .. import value_flags
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, claim_epoch, describe, fail,
-                      raise_first, require_array, settle)
+                      raise_first, require_array, settle, remember_host_checks)
 from ..device import cuda, xp
 from ..value_flags import flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
@@ -55,13 +55,12 @@ class CanaryWriteCall(NamedTuple):
     pending: object = None     # that check's value_flags.ValueCheck until the launcher settles it
 
 
-def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
-                       expected_input_tokens, expected_input_positions, checks: str = "full",
-                       on_device: bool = True, defer: bool = False) -> CanaryWriteCall:
-    """Every check of the write launcher and its reference (before anything is written); the
-    accepted call. ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in
-    NumPy (the reference's host arrays)."""
-    values = check_mode(checks, prefix=CANARY_PREFIX)
+@remember_host_checks()
+def canary_write_host_checks(*, context, plan, input_ids, positions, out_cache_loc,
+                             enable_write_input_assert, expected_input_tokens,
+                             expected_input_positions) -> CanaryWriteCall:
+    """The host part of :func:`check_canary_write` (types, shapes, dtypes, layouts, scalars; no value
+    inside an array), remembered for repeated calls on the same buffers."""
     check_context(context)
     enable = check_flag("enable_write_input_assert", enable_write_input_assert, prefix=CANARY_PREFIX)
     if enable:
@@ -97,6 +96,21 @@ def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, en
                            out_cache_loc=out_cache_loc, enable_write_input_assert=enable,
                            expected_input_tokens=expected_input_tokens,
                            expected_input_positions=expected_input_positions)
+    return call
+
+
+def check_canary_write(*, context, plan, input_ids, positions, out_cache_loc, enable_write_input_assert,
+                       expected_input_tokens, expected_input_positions, checks: str = "full",
+                       on_device: bool = True, defer: bool = False) -> CanaryWriteCall:
+    """Every check of the write launcher and its reference (before anything is written); the
+    accepted call. ``checks="shapes"`` skips the value checks; ``on_device=False`` runs them in
+    NumPy (the reference's host arrays)."""
+    values = check_mode(checks, prefix=CANARY_PREFIX)
+    call = canary_write_host_checks(
+        context=context, plan=plan, input_ids=input_ids, positions=positions,
+        out_cache_loc=out_cache_loc, enable_write_input_assert=enable_write_input_assert,
+        expected_input_tokens=expected_input_tokens,
+        expected_input_positions=expected_input_positions)
     if values:
         call = check_write_values(call, on_device=on_device, defer=defer)
     return call
