@@ -77,12 +77,22 @@ class HiSparseSpecState(NamedTuple):
 # ---------------------------------------------------------------------------------------------
 # Small pure functions, used by the references and (compiled) by the kernels.
 
+def clock_bits(hot_buffer_size):
+    """(cursor bits, epoch bits) of the packed CLOCK state for ``H`` hot slots: ``ceil(log2 H)``
+    (at least 1), and the rest of 32 bits up to 23. A loop rather than ``bit_length``, so that the
+    kernels compute it from a runtime ``H`` (``clock_bits_dev``)."""
+    cbits = 1
+    while (1 << cbits) < hot_buffer_size:
+        cbits += 1
+    return cbits, min(23, 32 - cbits)
+
+
 def cursor_bits(hot_buffer_size: int) -> int:
-    return max(1, (int(hot_buffer_size) - 1).bit_length())
+    return clock_bits(int(hot_buffer_size))[0]
 
 
 def epoch_bits(hot_buffer_size: int) -> int:
-    return min(23, 32 - cursor_bits(hot_buffer_size))
+    return clock_bits(int(hot_buffer_size))[1]
 
 
 def hash_size_for(hot_buffer_size: int) -> int:
@@ -136,6 +146,7 @@ def pack_generation(sigma, degraded):
     return sigma - 0x80000000 if degraded else sigma
 
 
+clock_bits_dev = cuda.jit(device=True, inline=True)(clock_bits)
 approximate_candidate_dev = cuda.jit(device=True, inline=True)(approximate_candidate)
 next_epoch_dev = cuda.jit(device=True, inline=True)(next_epoch)
 pack_clock_dev = cuda.jit(device=True, inline=True)(pack_clock)
