@@ -77,12 +77,22 @@ class HiSparseSpecState(NamedTuple):
 # ---------------------------------------------------------------------------------------------
 # Small pure functions, used by the references and (compiled) by the kernels.
 
+def clock_bits(hot_buffer_size):
+    """(cursor bits, epoch bits) of the packed CLOCK state for ``H`` hot slots: ``ceil(log2 H)``
+    (at least 1), and the rest of 32 bits up to 23. A loop rather than ``bit_length``, so that the
+    kernels compute it from a runtime ``H`` (``clock_bits_dev``)."""
+    cbits = 1
+    while (1 << cbits) < hot_buffer_size:
+        cbits += 1
+    return cbits, min(23, 32 - cbits)
+
+
 def cursor_bits(hot_buffer_size: int) -> int:
-    return max(1, (int(hot_buffer_size) - 1).bit_length())
+    return clock_bits(int(hot_buffer_size))[0]
 
 
 def epoch_bits(hot_buffer_size: int) -> int:
-    return min(23, 32 - cursor_bits(hot_buffer_size))
+    return clock_bits(int(hot_buffer_size))[1]
 
 
 def hash_size_for(hot_buffer_size: int) -> int:
@@ -136,6 +146,7 @@ def pack_generation(sigma, degraded):
     return sigma - 0x80000000 if degraded else sigma
 
 
+clock_bits_dev = cuda.jit(device=True, inline=True)(clock_bits)
 approximate_candidate_dev = cuda.jit(device=True, inline=True)(approximate_candidate)
 next_epoch_dev = cuda.jit(device=True, inline=True)(next_epoch)
 pack_clock_dev = cuda.jit(device=True, inline=True)(pack_clock)
@@ -305,15 +316,26 @@ def initialize_hisparse_spec_state_reference(*, device_buffer_tokens, req_pool_i
         _reset_request_reference(device_buffer_tokens, state, int(rid), call.hot)
 
 
+def init_slot_capacity(hot: int) -> int:
+    """Entries of the initialiser's two shared slot lists for ``H`` hot slots: ``H`` rounded up to
+    a power of two (at least 32), so that one compiled initialiser serves every ``H`` up to it;
+    ``H`` itself above 8192, where the rounded lists would pass 48 KiB of static shared memory."""
+    capacity = max(32, 1 << (int(hot) - 1).bit_length())
+    return capacity if capacity <= 8192 else int(hot)
+
+
 @functools.cache
-def _init_kernel(hot: int):
+def _init_kernel(capacity: int):
+    """The initialiser for every ``H <= capacity`` (``init_slot_capacity``); ``H`` is
+    ``cache_policy``'s width at run time."""
     @cuda.jit
     def initialize_kernel(dbt, req_pool_indices, cache_index, cache_policy, scratch_state, n):
         tid = cuda.threadIdx.x
         nthreads = cuda.blockDim.x
         rid = req_pool_indices[cuda.blockIdx.x]
-        slots = cuda.shared.array(hot, np.int16)
-        pend = cuda.shared.array(hot, np.int16)
+        hot = cache_policy.shape[1]
+        slots = cuda.shared.array(capacity, np.int16)
+        pend = cuda.shared.array(capacity, np.int16)
         flag = cuda.shared.array(1, np.int32)
         scan = cuda.shared.array(INIT_THREADS, np.int32)
         hs = cache_index.shape[2]
@@ -363,6 +385,6 @@ def launch_unchecked(call: InitializeCall) -> None:
         return
     state = call.state
     threads = INIT_THREADS if device.backend() == "cuda" else 32   # the simulator: fewer threads
-    device.launch(_init_kernel(call.hot), k, threads, call.device_buffer_tokens,
+    device.launch(_init_kernel(init_slot_capacity(call.hot)), k, threads, call.device_buffer_tokens,
                   call.req_pool_indices, state.cache_index, state.cache_policy,
                   state.scratch_state, call.num_requests)

@@ -14,6 +14,7 @@ from ...device import cuda
 from ..spec_hash import hash_lookup_dev, knuth_hash_dev
 
 LANES = 32
+MAX_THREADS = 1024              # threads per tile at most: the size of the kernel's scan array
 EMPTY_KEY = -1                  # an empty cell of the private claim set
 NO_OCCURRENCE = 0x7FFFFFFF      # claim_first of a cell no occurrence has claimed yet
 PROPOSED = -0x80000000          # + unique_idx: a slot's epoch while misses propose it (approximate mode)

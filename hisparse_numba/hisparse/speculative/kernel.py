@@ -1,7 +1,11 @@
 """The speculative swap kernel: one launch resolves every occurrence and commits every request.
 
-``swap_kernel(...)`` builds the kernel for one compile-time configuration. Grid ``(batch, tiles
-[+ 1 committer])`` x ``tile`` threads; the stages (classify, count, number, duplicates, finish,
+``swap_kernel(reps, committer, record)`` builds the kernel for one compile-time configuration.
+Grid ``(batch, tiles [+ 1 committer])`` x ``tile`` threads (``tile <= MAX_THREADS``); the sizes
+of a call are runtime values read from its arrays: ``steps, top_k = top_k_tokens.shape[1:]``, ``T
+= steps * top_k``, ``H = cache_policy.shape[1]`` and ``tile = blockDim.x``, so one compiled kernel
+serves every size (its shared arrays have the documented maxima, ``MAX_OCCURRENCES`` and
+``MAX_THREADS`` entries). The stages (classify, count, number, duplicates, finish,
 copy) are in the package docstring (``__init__.py``). The commit follows ``reference.py`` step by
 step with the same names; docs/hisparse-speculative.md states the behaviour. Lessons 01, 03, 04 and
 08 launch it through ``launch.py``.
@@ -18,11 +22,11 @@ from ...device import cuda, jit_kernel
 from ...itemcopy import copy_item_dev, copy_items_flat_dev
 from ..spec_hash import KNUTH, MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
-                          COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED,
-                          approximate_candidate_dev, cursor_bits, epoch_bits, next_epoch_dev,
+                          COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, MAX_OCCURRENCES,
+                          UNRESOLVED, approximate_candidate_dev, clock_bits_dev, next_epoch_dev,
                           next_sigma_dev, pack_clock_dev, pack_generation_dev)
-from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MISS, NO_OCCURRENCE, NUMBERED,
-                         PROPOSED, TAIL, claim_token_dev, classify_dev, load_coherent_dev,
+from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE,
+                         NUMBERED, PROPOSED, TAIL, claim_token_dev, classify_dev, load_coherent_dev,
                          publish_dev, table_find_dev, table_insert_dev, wait_for_tiles_dev)
 
 
@@ -40,27 +44,20 @@ def fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now):
     return -1
 
 
-@functools.cache
-def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committer: bool,
-                record: bool):
-    """The swap kernel for one compile-time configuration: blocks (tiles) of ``tile`` threads,
-    each thread resolving ``reps`` consecutive occurrences, plus one committer tile per request
-    when ``committer``."""
-    t = steps * top_k
-    tiles = -(-t // (tile * reps))      # tiles per request
-    warps = tile // LANES
-    cbits, ebits = cursor_bits(hot), epoch_bits(hot)
-    cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
-    index = t                 # int64 word of index entry 0 in a metadata row (after T table entries)
-    compact = 4 * t           # int32 column of compact entry 0 (after 2T int64 words)
+@cuda.jit(device=True, inline=True)
+def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+    if u >= cap:
+        return True
+    if scratch_locs[rid, u] < 0:
+        return False
+    return union_mode or (scratch_state[row, compact + u] & ADMIT_BIT) != 0
 
-    @cuda.jit(device=True, inline=True)
-    def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
-        if u >= cap:
-            return True
-        if scratch_locs[rid, u] < 0:
-            return False
-        return union_mode or (scratch_state[row, compact + u] & ADMIT_BIT) != 0
+
+@functools.cache
+def swap_kernel(reps: int, committer: bool, record: bool):
+    """The swap kernel for one compile-time configuration: each thread resolves ``reps``
+    consecutive occurrences; one committer tile per request when ``committer``; the miss plan is
+    written when ``record``."""
 
     @cuda.jit(device=True, inline=True)
     def commit_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
@@ -69,6 +66,14 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                            words_per_item, tail, n, b, rid, tid, victims, aux, scan, flag):
         """Commit of request ``b`` by one whole tile, once every tile of the request has arrived
         (mode, admission, victims, promotion, hash, direct overflow, counters)."""
+        steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
+        t = steps * top_k
+        hot = cache_policy.shape[1]
+        tile = cuda.blockDim.x
+        cbits, ebits = clock_bits_dev(hot)
+        cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
+        index = t                 # int64 word of index entry 0 in a metadata row (after T table entries)
+        compact = 4 * t           # int32 column of compact entry 0 (after 2T int64 words)
         row = rid + 1
         cap = scratch_locs.shape[1]
         packed = np.int64(cache_policy[0, rid])
@@ -125,7 +130,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
         u0, u1 = thread_range_dev(num_misses, tid, tile)
         count = 0
         for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                 count += 1
         base, num_victims = block_exclusive_scan_dev(scan, count, tid, tile)
         if union_mode:
@@ -141,7 +146,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                 cuda.syncthreads()
                 i = base
                 for u in range(u0, u1):
-                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                         if u >= lo and u < hi:
                             partition_size = (hot - 1 - u) // num_misses + 1
                             sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
@@ -179,7 +184,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
             # smallest unique_idx wins; the winner then stamps E.
             i = base
             for u in range(u0, u1):
-                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                     victims[i] = -1
                     linear = u - cap if u >= cap else u
                     aux[i] = linear if linear < hot else -1
@@ -191,7 +196,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                 cuda.syncthreads()
                 i = base
                 for u in range(u0, u1):
-                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                         if victims[i] < 0 and aux[i] >= 0:
                             stride = num_misses - cap if u >= cap else num_misses
                             linear = np.int64(aux[i])
@@ -213,7 +218,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                     break
                 i = base
                 for u in range(u0, u1):
-                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                         if victims[i] < 0 and aux[i] >= 0:
                             slot = approximate_candidate_dev(np.int64(aux[i]), e_now, hot)
                             if load_coherent_dev(cache_policy, (row, slot)) == PROPOSED + u:
@@ -229,7 +234,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
             i = base
             for u in range(u0, u1):
                 aux[u] = -1
-                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                     if victims[i] < 0:
                         aux[u] = i
                         flag[1] = 1
@@ -243,7 +248,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
         # apply: zero-copy promotion or in-place direct overflow; erase the evicted tokens
         i = base
         for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                 v = np.int64(victims[i])
                 p = scratch_state[row, compact + u] & COMPACT_POS_MASK
                 tok = load_coherent_dev(metadata, (row, p)) & MASK32
@@ -267,6 +272,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                         metadata[row, index + p] = (sigma << 32) | UNRESOLVED
                 i += 1
         cuda.syncthreads()
+        warps = tile // LANES
         warp = tid // LANES
         lane = tid % LANES
         if overflow:
@@ -308,7 +314,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                 miss_count[b] = num_misses
 
     @cuda.jit(device=True, inline=True)
-    def arrive_dev(counters, b):
+    def arrive_dev(counters, b, tiles):
         """Count this tile as arrived at request ``b``: 1 if it was the last one and so finishes
         the request, else 0 (always 0 with a committer tile, which finishes it instead)."""
         last = cuda.atomic.add(counters, (b, 1), 1) == tiles - 1
@@ -324,6 +330,11 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
         reset the request's workspace, commit. (At most 29 arguments: Python passes a longer call
         as ``*args``, which Numba cannot inline.)"""
         n = scratch_locs.shape[0]           # request slots: the counter banks' stride
+        t = top_k_tokens.shape[1] * top_k_tokens.shape[2]
+        hot = cache_policy.shape[1]
+        tile = cuda.blockDim.x
+        tiles = -(-t // (tile * reps))
+        index, compact = t, 4 * t           # metadata row offsets, as in commit_request_dev
         tail = device_buffer_tokens.shape[1] - hot
         row = rid + 1
         sigma = next_sigma_dev(np.int64(scratch_state[0, COUNT_GEN * n + rid]))
@@ -351,7 +362,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                            scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
                            words_per_item, tail, n, b, rid, tid, victims, aux, scan, flag)
 
-    @jit_kernel(max_threads=tile)
+    @jit_kernel(max_threads=MAX_THREADS)
     def swap(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_words,
              dev_words, out, req_pool_indices, seq_lens, cache_index, cache_policy, scratch_locs,
              scratch_state, metadata, num_real_reqs, miss_src, miss_dst, miss_count, counters,
@@ -359,6 +370,11 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
              copy_dst, words_per_item, tail, n):
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
+        tile = cuda.blockDim.x
+        steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
+        t = steps * top_k
+        hot = cache_policy.shape[1]
+        tiles = -(-t // (tile * reps))      # tiles per request
         if b >= num_real_reqs[0]:
             for r in range(reps):
                 occ = (cuda.blockIdx.y * tile + tid) * reps + r
@@ -368,9 +384,9 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                 miss_count[b] = 0
             return
         shared = cuda.shared.array(5, np.int32)   # ticket, hits, firsts before, last, has dups
-        scan = cuda.shared.array(tile, np.int32)
-        victims = cuda.shared.array(t, np.int16)  # per victim ordinal: its slot, -1 = none yet
-        aux = cuda.shared.array(t, np.int16)      # walk positions, fallback list, hash-insert state
+        scan = cuda.shared.array(MAX_THREADS, np.int32)
+        victims = cuda.shared.array(MAX_OCCURRENCES, np.int16)  # per victim ordinal: its slot, -1 = none yet
+        aux = cuda.shared.array(MAX_OCCURRENCES, np.int16)      # walk positions, fallback list, hash-insert state
         flag = cuda.shared.array(2, np.int32)     # hash degraded, a proposal this round
         claim = cuda.local.array(reps, np.int32)   # claim position of a missed occurrence, or -1
         token = cuda.local.array(reps, np.int32)
@@ -388,6 +404,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
         rid = req_pool_indices[b]
         row = rid + 1
         cap = scratch_locs.shape[1]
+        cbits, ebits = clock_bits_dev(hot)
         e_now = next_epoch_dev(np.int64(cache_policy[0, rid]), cbits, ebits)
         gen = np.int64(scratch_state[0, COUNT_GEN * n + rid])
         degraded = gen < 0
@@ -496,7 +513,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
             publish_dev(flags, b, NUMBERED, y, 1, tid)
             dups = shared[4]
             if tid == 0 and dups == 0:
-                shared[3] = arrive_dev(counters, b)
+                shared[3] = arrive_dev(counters, b, tiles)
             if dups == 1:
                 wait_for_tiles_dev(flags, b, NUMBERED, y, tid, tile)
                 for r in range(reps):
@@ -508,7 +525,7 @@ def swap_kernel(steps: int, top_k: int, hot: int, tile: int, reps: int, committe
                 cuda.threadfence()
                 cuda.syncthreads()
                 if tid == 0:
-                    shared[3] = arrive_dev(counters, b)
+                    shared[3] = arrive_dev(counters, b, tiles)
         cuda.syncthreads()
 
         # 5. the committer tile, or without one the last tile to arrive_dev, finishes the request.

@@ -18,10 +18,8 @@ from ..miss_plan import placeholder_plan
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK
 from .arguments import derived_argument, int64_view
 from .checks import SpecCall, check_speculative
-from .device_fns import EMPTY_KEY, LANES, NO_OCCURRENCE
+from .device_fns import EMPTY_KEY, LANES, MAX_THREADS, NO_OCCURRENCE
 from .kernel import swap_kernel
-
-MAX_THREADS = 1024
 
 
 def block_threads(num_occurrences: int) -> int:
@@ -108,7 +106,7 @@ def launch_unchecked(call: SpecCall) -> None:
         return
     t = call.steps * call.top_k
     tile, reps, tiles, committer = geometry(call.batch, t)
-    swap = swap_kernel(call.steps, call.top_k, call.hot, tile, reps, committer, call.record)
+    swap = swap_kernel(reps, committer, call.record)
     miss_src, miss_dst, miss_count = (call.miss_src, call.miss_dst, call.miss_count) if call.record \
         else placeholder_plan()
     state = call.state
