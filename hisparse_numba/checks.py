@@ -314,14 +314,16 @@ def settle(call, raise_flags, value_condition=None):
     """Take the verdict of ``call.pending`` (a ``value_flags.ValueCheck``): ``raise_flags(verdict,
     call)`` raises the first failed condition's ``ValueError``; otherwise the call comes back with
     ``pending=None`` and, with ``value_condition``, ``num_real`` set to the value that condition
-    carried back. A call without a pending check is returned as it is."""
+    carried back, and ``gate=None`` (open). A call without a pending check is returned as it is."""
     if call.pending is None:
         return call
     verdict = call.pending.verdict()
     raise_flags(verdict, call)
+    # An accepted call's gate is opened for good: the flags buffer belongs to the next call's check,
+    # and a lesson may launch this call again (launch_unchecked) after a later call was rejected.
     if value_condition is not None and verdict[value_condition][0]:
-        return call._replace(pending=None, num_real=verdict[value_condition][1])
-    return call._replace(pending=None)    # (compile-only mode runs no kernel: nothing came back)
+        return call._replace(pending=None, gate=None, num_real=verdict[value_condition][1])
+    return call._replace(pending=None, gate=None)    # (compile-only mode: nothing came back)
 
 
 def launch_then_settle(call, launch_unchecked, settle_call):

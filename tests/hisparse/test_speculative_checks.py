@@ -15,7 +15,7 @@ from hisparse_numba.hisparse.spec_state import (initialize_hisparse_spec_state,
 from hisparse_numba.hisparse.speculative import (check_speculative,
                                                  load_cache_to_device_buffer_spec_mla,
                                                  load_cache_to_device_buffer_spec_mla_reference)
-from hisparse_numba.hisparse.speculative.value_checks import (value_checks_device,
+from hisparse_numba.hisparse.speculative.value_checks import (start_value_checks,
                                                               value_checks_reference)
 from tests.sweep import speculative as sweep_spec
 from tests.sweep.harness import copy_call, default_to_device, to_host_call
@@ -45,7 +45,7 @@ def test_device_verdict_equals_the_reference_verdict():
             m.apply(call)
             checked = check_speculative(**call, checks="shapes", for_kernel=True)
             host = check_speculative(**to_host_call(call), checks="shapes")
-            got, want = value_checks_device(checked), value_checks_reference(host)
+            got, want = start_value_checks(checked).verdict(), value_checks_reference(host)
             assert got == want, m.name
             rejected += any(count for count, _ in want)
             assert bool(any(count for count, _ in want)) == m.must_reject, m.name

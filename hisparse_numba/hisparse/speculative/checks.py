@@ -16,9 +16,9 @@ from ... import device
 from ...checks import (check_dtype, check_inner_contiguous, check_item_copy, check_miss_plan,
                        check_ndim, fail, row_stride)
 from ..spec_state import MAX_OCCURRENCES, check_state
-from ...checks import check_int, check_mode, require_array
+from ...checks import check_int, check_mode, require_array, settle
 from .arguments import address
-from .value_checks import value_checks
+from .value_checks import raise_value_flags, start_value_checks, value_checks
 
 
 def steps_message(num_steps) -> str:
@@ -63,6 +63,8 @@ class SpecCall(NamedTuple):
     miss_src: object
     miss_dst: object
     miss_count: object
+    gate: object = None        # the value check's flags (value_flags.start_check); None: always open
+    pending: object = None     # that check's ValueCheck until settle_speculative takes its verdict
 
 ARRAYS = (("top_k_tokens", "[batch, steps, top_k]"),
           ("device_buffer_tokens", "[num_requests, H + tail]"),
@@ -76,7 +78,8 @@ ARRAYS = (("top_k_tokens", "[batch, steps, top_k]"),
 def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
                       host_cache, device_buffer, top_k_device_locs, req_pool_indices, seq_lens,
                       state, num_real_reqs, miss_src=None, miss_dst=None, miss_count=None,
-                      item_size_bytes=None, checks="full", for_kernel: bool = False) -> SpecCall:
+                      item_size_bytes=None, checks="full", for_kernel: bool = False,
+                      defer: bool = False) -> SpecCall:
     """Every check of the launcher, before anything is launched or written (ValueError).
 
     Shapes, dtypes and scalars on the host; with ``checks="full"`` (default) then every value
@@ -84,6 +87,8 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
     else with the NumPy reference of that pass. ``checks="shapes"`` skips the value checks for
     callers who validated them upstream. ``for_kernel`` also adds the memory-kind checks of a GPU
     launch (mapped host pool, device buffers); the NumPy reference takes host arrays in both worlds.
+    ``defer=True`` (the launcher): return once the device pass is enqueued, with the call's
+    ``gate`` and ``pending`` check; :func:`settle_speculative` raises after the gated launch.
     """
     check_mode(checks)
     args = locals()
@@ -169,9 +174,18 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
                     req_pool_indices, seq_lens, state, num_real_reqs, miss_src, miss_dst,
                     miss_count)
     check_no_overlap(args, state)
-    if checks == "full":   # device arrays are checked on the device, host arrays in NumPy
-        value_checks(call, on_device=for_kernel or not isinstance(top_k_tokens, np.ndarray))
+    if checks == "full" and call.batch:   # device arrays are checked on the device, host arrays in NumPy
+        if for_kernel or not isinstance(top_k_tokens, np.ndarray):
+            check = start_value_checks(call)
+            call = call._replace(gate=check.gate, pending=check)
+            return call if defer else settle_speculative(call)
+        value_checks(call, on_device=False)
     return call
+
+
+def settle_speculative(call: SpecCall) -> SpecCall:
+    """Wait for ``call``'s device value check: raise its ValueError or return the settled call."""
+    return settle(call, raise_value_flags)
 
 
 READ_ONLY = ("top_k_tokens", "host_cache_locs", "host_cache", "req_pool_indices", "seq_lens",

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda, jit_kernel
+from ...value_flags import gate_closed_dev
 from ...itemcopy import copy_item_dev, copy_items_flat_dev
 from ..spec_hash import KNUTH, MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
@@ -367,7 +368,9 @@ def swap_kernel(reps: int, committer: bool, record: bool):
              dev_words, out, req_pool_indices, seq_lens, cache_index, cache_policy, scratch_locs,
              scratch_state, metadata, num_real_reqs, miss_src, miss_dst, miss_count, counters,
              flags, claim_keys, claim_first, claim_unique, unique_token, unique_claim, copy_src,
-             copy_dst, words_per_item, tail, n):
+             copy_dst, words_per_item, tail, n, gate):
+        if gate_closed_dev(gate):           # the call's value check rejected it
+            return
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         tile = cuda.blockDim.x

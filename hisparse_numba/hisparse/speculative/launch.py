@@ -14,10 +14,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import device
+from ... import value_flags
+from ...checks import launch_then_settle
 from ..miss_plan import placeholder_plan
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK
 from .arguments import derived_argument, int64_view
-from .checks import SpecCall, check_speculative
+from .checks import SpecCall, check_speculative, settle_speculative
 from .device_fns import EMPTY_KEY, LANES, MAX_THREADS, NO_OCCURRENCE
 from .kernel import swap_kernel
 
@@ -92,7 +94,8 @@ def load_cache_to_device_buffer_spec_mla(
     raises a ValueError and writes nothing; ``"shapes"`` checks shapes, dtypes and scalars only,
     for callers who validated the values upstream (a bad value then corrupts memory or state).
     """
-    launch_unchecked(check_speculative(**locals(), for_kernel=True))
+    call = check_speculative(**locals(), for_kernel=True, defer=True)
+    launch_then_settle(call, launch_unchecked, settle_speculative)   # gated kernel, then the verdict
 
 
 def launch_unchecked(call: SpecCall) -> None:
@@ -121,7 +124,7 @@ def launch_unchecked(call: SpecCall) -> None:
                       state.scratch_state, derived_argument("int64", state.scratch_state, int64_view),
                       call.num_real_reqs,
                       miss_src, miss_dst, miss_count, *work, call.item_size_bytes // 8, call.tail,
-                      call.num_requests)
+                      call.num_requests, value_flags.open_gate() if call.gate is None else call.gate)
     except Exception:
         # Only the simulator raises inside a kernel (an out-of-bounds index). What the aborted
         # launch left in the workspace and in the running counters (zero between calls) must not

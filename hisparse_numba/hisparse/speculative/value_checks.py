@@ -214,13 +214,14 @@ def claim_bits(num_requests: int, device_items: int):
     return bits, request_words
 
 
-def value_checks_device(call) -> list:
+def start_value_checks(call) -> value_flags.ValueCheck:
+    """Enqueue :func:`value_check_kernel` on ``call`` (``value_flags.start_check``)."""
     z = Sizes(call)
     bits, request_words = claim_bits(z.n, z.device_items)
     bits.fill(0)
     state = call.state
     threads = CHECK_THREADS if device.backend() == "cuda" else 32
-    return value_flags.check_flags(
+    return value_flags.start_check(
         value_check_kernel, max(1, z.batch), threads, call.top_k_tokens, call.host_cache_locs,
         call.device_buffer_locs, call.req_pool_indices, call.seq_lens, call.num_real_reqs,
         state.cache_policy, state.scratch_locs, state.scratch_state,
@@ -235,7 +236,12 @@ def value_checks(call, *, on_device: bool) -> None:
     """Check every value the kernel indexes with; raise the first failed condition's ValueError."""
     if call.batch == 0:
         return
-    verdict = value_checks_device(call) if on_device else value_checks_reference(call)
+    raise_value_flags(start_value_checks(call).verdict() if on_device else value_checks_reference(call),
+                      call)
+
+
+def raise_value_flags(verdict, call) -> None:
+    """The ValueError of the first failed condition of ``verdict`` (none failed: returns)."""
     for condition, (count, first) in enumerate(verdict):
         if count:
             fail(value_check_message(call, condition, count, first))
