@@ -140,3 +140,26 @@ def test_a_fresh_process_loads_compiled_kernels_from_disk(tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
     first, second = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
     assert first == [0, 0] and second == [1, 1]
+
+
+@cuda.jit
+def _fill_kernel(a, n, value):
+    i = cuda.grid(1)
+    if i < n:
+        a[i] = value
+
+
+def test_a_repeated_launch_reuses_its_argument_list_only_for_the_same_arguments():
+    """device.launch reuses the previous argument list when the arguments are the same objects and
+    equal scalars; a new scalar, a new array or a reshaped array writes a new one."""
+    a = device.to_device(np.zeros(8, np.int64))
+    b = device.to_device(np.zeros(8, np.int64))
+    for value in (3, 3, 5):
+        device.launch(_fill_kernel, 1, 32, a, 8, value)
+        assert device.to_host(a).tolist() == [value] * 8
+    device.launch(_fill_kernel, 1, 32, b, 4, 7)
+    assert device.to_host(b).tolist() == [7] * 4 + [0] * 4
+    device.launch(_fill_kernel, 1, 32, a, 8, np.int64(9))
+    assert device.to_host(a).tolist() == [9] * 8
+    if device.backend() == "cuda":
+        assert device.byte_words(a) is device.byte_words(a)     # one view object per buffer

@@ -13,8 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import device
-from .. import value_flags
+from .. import device, value_flags
 from ..checks import (check_dtype, check_int, check_item_buffer, check_item_copy, check_mode, check_ndim,
                       check_no_overlap, claim_epoch, fail, require_array)
 from ..device import cuda

@@ -23,9 +23,8 @@ from __future__ import annotations
 import functools
 import numpy as np
 
-from .. import device
+from .. import device, value_flags
 from ..checks import launch_then_settle
-from .. import value_flags
 from ..device import cuda
 from ..value_flags import gate_closed_dev
 from ..itemcopy import copy_item_dev, item_rows

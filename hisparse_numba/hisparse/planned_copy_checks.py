@@ -20,8 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import device
-from .. import value_flags
+from .. import device, value_flags
 from ..checks import (FlagTally, check_block_size, check_flag, check_int, check_item_buffer, check_item_copy,
                       check_miss_plan, check_mode, check_no_overlap, claim_epoch, describe, fail,
                       remember_host_checks, require_array, settle)

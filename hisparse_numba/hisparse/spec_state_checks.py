@@ -16,8 +16,7 @@ import functools
 
 import numpy as np
 
-from .. import device
-from .. import value_flags
+from .. import device, value_flags
 from ..checks import fail
 from ..device import cuda
 from ..value_flags import flag_bad_dev

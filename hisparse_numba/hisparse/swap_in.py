@@ -43,9 +43,8 @@ import functools
 
 import numpy as np
 
-from .. import device
+from .. import device, value_flags
 from ..checks import launch_then_settle
-from .. import value_flags
 from ..blockscan import block_exclusive_scan_dev
 from ..device import cuda
 from ..value_flags import block_fill_dev, gate_closed_dev

@@ -33,8 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import device
-from .. import value_flags
+from .. import device, value_flags
 from ..checks import (FlagTally, agreed_rows, check_block_size, check_dtype, check_dtype_in, check_flag,
                       check_inner_contiguous, check_int, check_item_buffer, check_item_copy,
                       check_miss_plan, check_mode, check_ndim, check_no_overlap, claim_epoch, describe,

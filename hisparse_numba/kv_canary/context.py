@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import device
+from ..arguments import derived_argument, int64_view
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_int, check_no_overlap, describe, fail,
                       require_array)
 from ..device import cuda, xp
@@ -216,8 +217,8 @@ def check_launch_memory(ctx: VerifyOrWriteContext, read) -> None:
 
 
 def canary_fields(canary_buf) -> np.ndarray:
-    """The canary buffer as ``[num_slots, stride // 8]`` int64 (a view)."""
-    return canary_buf.view(np.int64)
+    """The canary buffer as ``[num_slots, stride // 8]`` int64 (a view, made once per buffer)."""
+    return derived_argument("int64", canary_buf, int64_view)
 
 
 def _read_bytes(src: RealKvSource, mode: int) -> int:

@@ -42,9 +42,8 @@ import functools
 
 import numpy as np
 
-from .. import device
+from .. import device, value_flags
 from ..checks import launch_then_settle
-from .. import value_flags
 from ..blockscan import block_exclusive_scan_dev
 from ..device import cuda, xp
 from ..value_flags import gate_closed_dev
@@ -274,6 +273,13 @@ def _placeholders(backend: str):
     return xp.zeros(1, dtype=np.int64), xp.zeros((1, 1), dtype=np.int32), xp.zeros(1, dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=8)
+def _scratch(bs: int):
+    """The offsets kernel's ``[bs + 1]`` int64 output, read by the entries kernel of the same
+    call (kernels on one stream run in order, so calls of one size share it)."""
+    return xp.empty(bs + 1, dtype=np.int64)
+
+
 def launch_unchecked(call: CanaryPlanCall) -> None:
     """Launch the two plan kernels on ``call`` as it is: no checks.
 
@@ -293,7 +299,7 @@ def launch_unchecked(call: CanaryPlanCall) -> None:
         pool, valid_lens = no_pool, no_valid_lens  # never read: has_pool == 0
     vp, wp = call.verify_plan_out, call.write_plan_out
     window, cap = call.swa_window_size, call.verify_capacity
-    scratch = xp.empty(bs + 1, dtype=np.int64)
+    scratch = _scratch(bs)
     threads = _offsets_threads()
     device.launch(_offsets_kernel(threads), 1, threads, call.req_pool_indices, call.prefix_lens,
                   call.extend_seq_lens, call.req_to_token, lut, lut_len, window, cap, scratch,

@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import device
+from .. import device, value_flags
 from ..checks import launch_then_settle
-from .. import value_flags
 from ..device import cuda
 from ..value_flags import gate_closed_dev
 from .context import (VerifyOrWriteContext, append_violations_reference, canary_fields, fold_real_kv_dev,

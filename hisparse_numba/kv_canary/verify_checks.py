@@ -20,8 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import device
-from .. import value_flags
+from .. import device, value_flags
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, describe, fail, raise_first,
                       require_array, settle, remember_host_checks)
 from ..device import cuda

@@ -17,7 +17,7 @@ from ...checks import (check_dtype, check_inner_contiguous, check_item_copy, che
                        check_ndim, fail, row_stride)
 from ..spec_state import MAX_OCCURRENCES, check_state
 from ...checks import check_int, check_mode, require_array, settle
-from .arguments import address
+from ...arguments import address
 from .value_checks import raise_value_flags, start_value_checks, value_checks
 
 

@@ -32,14 +32,13 @@ import functools
 
 import numpy as np
 
-from ... import device
-from ... import value_flags
+from ... import device, value_flags
 from ...checks import fail
 from ...device import cuda, jit_kernel
 from ...value_flags import flag_bad_dev
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
 from ..spec_state_checks import claim_slot_dev
-from .arguments import derived_argument, int64_view
+from ...arguments import derived_argument, int64_view
 
 # conditions (value_flags.check_flags)
 NUM_REAL, REQUEST, REPEATED_REQUEST, SEQ_LEN, HOST_LOC, DEVICE_LOC, REPEATED_LOC, STATE = range(8)

@@ -1,16 +1,16 @@
 """Kernel arguments derived from the caller's buffers, made once per buffer.
 
-The swap kernel and its value check take an int64 view of ``state.scratch_state`` and 8-byte-word
-views of the two item pools. Building them costs several array operations (and, for CuPy, an
-interface dict per address read) on every call; ``derived_argument`` makes each once per buffer.
-Used by ``checks.py``, ``value_checks.py`` and ``launch.py``.
+The speculative swap kernel and its value check take an int64 view of ``state.scratch_state``;
+the kv-canary kernels an int64 view of the canary buffer. Building a view costs several array
+operations on every call, and a new view object also defeats ``device.launch``'s reuse of the
+previous argument list; ``derived_argument`` makes each view once per buffer.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ... import device
+from . import device
 
 _derived: dict = {}
 
