@@ -351,8 +351,8 @@ def _add_facts(name: str, a, facts: list, depth: int = 0) -> bool:
     elif depth < 3 and hasattr(a, "__dataclass_fields__"):      # a plan or a context: its fields
         facts.append((name, t))
         return all(_add_facts(f"{name}.{f}", getattr(a, f), facts, depth + 1) for f in a.__dataclass_fields__)
-    elif depth < 3 and t is tuple:
-        facts.append((name, len(a)))
+    elif depth < 3 and isinstance(a, tuple):          # a state (NamedTuple) or a tuple of sources
+        facts.append((name, t, len(a)))
         return all(_add_facts(f"{name}[{i}]", v, facts, depth + 1) for i, v in enumerate(a))
     else:
         return False

@@ -16,7 +16,7 @@ from ... import device
 from ...checks import (check_dtype, check_inner_contiguous, check_item_copy, check_miss_plan,
                        check_ndim, fail, row_stride)
 from ..spec_state import MAX_OCCURRENCES, check_state
-from ...checks import check_int, check_mode, require_array, settle
+from ...checks import check_int, check_mode, remember_host_checks, require_array, settle
 from ...arguments import address
 from .value_checks import raise_value_flags, start_value_checks, value_checks
 
@@ -75,22 +75,14 @@ ARRAYS = (("top_k_tokens", "[batch, steps, top_k]"),
           ("num_real_reqs", "[>= 1]"))
 
 
-def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-                      host_cache, device_buffer, top_k_device_locs, req_pool_indices, seq_lens,
-                      state, num_real_reqs, miss_src=None, miss_dst=None, miss_count=None,
-                      item_size_bytes=None, checks="full", for_kernel: bool = False,
-                      defer: bool = False) -> SpecCall:
-    """Every check of the launcher, before anything is launched or written (ValueError).
-
-    Shapes, dtypes and scalars on the host; with ``checks="full"`` (default) then every value
-    the kernel indexes with (``value_checks.py``): on the device in one pass when ``for_kernel``,
-    else with the NumPy reference of that pass. ``checks="shapes"`` skips the value checks for
-    callers who validated them upstream. ``for_kernel`` also adds the memory-kind checks of a GPU
-    launch (mapped host pool, device buffers); the NumPy reference takes host arrays in both worlds.
-    ``defer=True`` (the launcher): return once the device pass is enqueued, with the call's
-    ``gate`` and ``pending`` check; :func:`settle_speculative` raises after the gated launch.
-    """
-    check_mode(checks)
+@remember_host_checks()
+def speculative_host_checks(*, top_k_tokens, device_buffer_tokens, host_cache_locs,
+                            device_buffer_locs, host_cache, device_buffer, top_k_device_locs,
+                            req_pool_indices, seq_lens, state, num_real_reqs, miss_src=None,
+                            miss_dst=None, miss_count=None, item_size_bytes=None,
+                            for_kernel=False) -> SpecCall:
+    """The host part of :func:`check_speculative` (types, shapes, dtypes, layouts, scalars; no value
+    inside an array), remembered for repeated calls on the same buffers."""
     args = locals()
     for name, _ in ARRAYS:
         require_array(name, args[name])
@@ -174,6 +166,32 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
                     req_pool_indices, seq_lens, state, num_real_reqs, miss_src, miss_dst,
                     miss_count)
     check_no_overlap(args, state)
+    return call
+
+
+def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                      host_cache, device_buffer, top_k_device_locs, req_pool_indices, seq_lens,
+                      state, num_real_reqs, miss_src=None, miss_dst=None, miss_count=None,
+                      item_size_bytes=None, checks="full", for_kernel: bool = False,
+                      defer: bool = False) -> SpecCall:
+    """Every check of the launcher, before anything is launched or written (ValueError).
+
+    Shapes, dtypes and scalars on the host; with ``checks="full"`` (default) then every value
+    the kernel indexes with (``value_checks.py``): on the device in one pass when ``for_kernel``,
+    else with the NumPy reference of that pass. ``checks="shapes"`` skips the value checks for
+    callers who validated them upstream. ``for_kernel`` also adds the memory-kind checks of a GPU
+    launch (mapped host pool, device buffers); the NumPy reference takes host arrays in both worlds.
+    ``defer=True`` (the launcher): return once the device pass is enqueued, with the call's
+    ``gate`` and ``pending`` check; :func:`settle_speculative` raises after the gated launch.
+    """
+    check_mode(checks)
+    call = speculative_host_checks(
+        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
+        host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
+        host_cache=host_cache, device_buffer=device_buffer, top_k_device_locs=top_k_device_locs,
+        req_pool_indices=req_pool_indices, seq_lens=seq_lens, state=state,
+        num_real_reqs=num_real_reqs, miss_src=miss_src, miss_dst=miss_dst,
+        miss_count=miss_count, item_size_bytes=item_size_bytes, for_kernel=for_kernel)
     if checks == "full" and call.batch:   # device arrays are checked on the device, host arrays in NumPy
         if for_kernel or not isinstance(top_k_tokens, np.ndarray):
             check = start_value_checks(call)
