@@ -1,19 +1,29 @@
-"""``hisparse-numba warmup``: its steps exist, its progress bar, the simulator's answer."""
+"""``hisparse-numba warmup``: its tasks exist, its progress bar, its options, the recorder that names
+specialisations, the simulator's answer, and (on a GPU) a parallel warmup that fills the cache."""
 
-import importlib
+import argparse
 import io
 
+import numpy as np
 import pytest
 
 from hisparse_numba import device, warmup
 
 
 @pytest.mark.parametrize("which", ["lessons", "tests", "all"])
-def test_every_step_names_a_real_function(which):
-    steps = warmup.steps_for(which)
-    assert steps and set(warmup.LESSON_STEPS) <= set(steps)
-    for _, module, name in steps:
-        assert callable(getattr(importlib.import_module(module), name))
+def test_every_task_names_a_real_function(which):
+    import importlib
+
+    tasks = warmup.tasks_for(which)
+    assert tasks and set(warmup.LESSON_TASKS) <= set(tasks)
+    assert len({t.label for t in tasks}) == len(tasks), "labels name tasks in the progress bar"
+    for task in tasks:
+        assert callable(getattr(importlib.import_module(task.module), task.function))
+
+
+def test_the_speculative_swap_in_is_one_task_per_configuration():
+    spec = [t for t in warmup.LESSON_TASKS if t.function == "speculative"]
+    assert len(spec) == len(warmup.LESSON_SPECULATIVE) >= 2
 
 
 def test_progress_bar():
@@ -22,16 +32,67 @@ def test_progress_bar():
     assert warmup.progress_bar(4, 4, "x", width=8) == "[########] 4/4 x"
 
 
+def test_jobs_option_and_default():
+    p = argparse.ArgumentParser()
+    warmup.add_arguments(p)
+    assert (p.parse_args([]).which, p.parse_args([]).jobs) == ("lessons", None)
+    assert (p.parse_args(["--all", "--jobs", "3"]).which, p.parse_args(["-j", "3"]).jobs) == ("all", 3)
+    assert 1 <= warmup.default_jobs(5) <= 5 and warmup.default_jobs(1) == 1
+
+
 @pytest.mark.skipif(device.backend() == "cuda", reason="the simulator's answer")
 def test_simulator_has_nothing_to_compile():
     out = io.StringIO()
-    assert warmup.warmup("all", out=out) == 0
+    assert warmup.warmup("all", jobs=4, out=out) == 0
     assert "nothing to compile" in out.getvalue()
 
 
+def test_recorder_names_kernel_compile_time_values_and_argument_types(tmp_path):
+    from hisparse_numba.hisparse.gather import gather_to_hot_buffer
+
+    log = tmp_path / "launches.txt"
+    host = device.host_cache_array((8, 32), np.uint8)
+    with warmup.recording_launches(log_path=str(log)) as seen:
+        for dtype in (np.int64, np.int64, np.int32):
+            gather_to_hot_buffer(host_cache=host, device_buffer=device.xp.zeros((8, 32), np.uint8),
+                                 src_locs=device.to_device(np.arange(2, dtype=dtype)),
+                                 dst_locs=device.to_device(np.arange(2, dtype=dtype)),
+                                 item_size_bytes=32)
+    assert device.launch is not seen and device.launch.__name__ == "launch"
+    gathers = sorted(k for k in seen if ".gather_kernel <-" in k)
+    assert len(gathers) == 2, gathers          # int64 and int32 locations: two specialisations
+    assert "int32[1d,C]" in gathers[0] and "int64[1d,C]" in gathers[1]
+    assert sorted(log.read_text().splitlines()) == sorted(seen)
+
+
+def test_recorder_keys_factory_kernels_by_their_compile_time_values():
+    from hisparse_numba.hisparse.planned_copy import planned_copy_kernel
+
+    names = {warmup.specialisation(planned_copy_kernel(flag), (np.zeros(3, np.int32), 1))
+             for flag in (False, True, False)}
+    assert names == {f"hisparse_numba.hisparse.planned_copy.planned_copy_kernel.<locals>.kernel({flag}) "
+                     "<- (int32[1d,C], int64)" for flag in (False, True)}
+
+
+def test_recorder_marks_kernels_the_learner_writes():
+    from hisparse_numba.device import cuda
+
+    def learner_kernel(a):
+        a[0] = 1
+
+    kernel = cuda.jit(learner_kernel)
+    assert not warmup.is_package_kernel(kernel)
+    with warmup.recording_launches() as seen:
+        device.launch(kernel, 1, 1, device.to_device(np.zeros(1, np.int64)))
+    device.synchronize()
+    assert seen == {warmup.LEARNER_MARK + warmup.specialisation(kernel, (np.zeros(1, np.int64),))}
+
+
 @pytest.mark.gpu
-def test_warmup_fills_the_cache():
+def test_parallel_warmup_fills_the_cache():
     out = io.StringIO()
-    assert warmup.warmup("lessons", out=out) == len(warmup.LESSON_STEPS)
+    assert warmup.warmup("lessons", jobs=2, out=out) == len(warmup.LESSON_TASKS)
     assert device.kernel_cache_info()["entries"] > 0
-    assert "4/4" in out.getvalue()
+    text = out.getvalue()
+    assert f"{len(warmup.LESSON_TASKS)}/{len(warmup.LESSON_TASKS)}" in text
+    assert "checked every task in this process" in text and "FAILED" not in text
