@@ -50,49 +50,131 @@ class Task:
 
 
 # ---------------------------------------------------------------------------------------- tasks
+#
+# Each task launches the kernels of one configuration on small valid inputs, with the argument
+# types (dtypes, layouts) that the lessons pass: a lesson that hands a kernel a strided view (a plan
+# addressed as sglang addresses it, a state reached through a guarded arena) launches another
+# specialisation than one with contiguous arrays. Deliberately unchecked lesson launches are
+# reproduced here with views that are in bounds.
 
 
-def single_step(index_dtype: str, record_plan: bool) -> None:
-    """The single-step swap-in (both ``skip_io`` values) for one index dtype and plan mode, and
-    the planned copy that replays a recorded plan."""
+def strided_copy(a, columns: int | None = None):
+    """``a`` (2-D, on the device) copied into a strided view of ``columns`` columns (default: as
+    many as ``a``) inside a wider zero-filled array: layout ``A``, every column in bounds."""
+    xp = device.xp
+    columns = a.shape[1] if columns is None else int(columns)
+    room = xp.zeros((a.shape[0], columns + 1), dtype=a.dtype)
+    room[:, : a.shape[1]] = a
+    return room[:, :columns]
+
+
+def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool = True, *,
+                batch: int = 3, index_dtype: str = "int32", skip_io=(False,),
+                strided_plan: bool = False, replay: bool = False,
+                unchecked_hot: int | None = None) -> None:
+    """The single-step swap-in of one (K, H, plan) configuration, for each ``skip_io``; with
+    ``strided_plan`` the plan arrays are strided views; with ``replay`` the planned copy replays
+    the recorded plan into another layer, both ``skip_io`` values. ``unchecked_hot`` launches the
+    checked call again, unchecked, with a smaller hot buffer size (lesson 09's H < K, which the
+    checks reject; the arrays stay sized for ``hot_buffer_size``, so it stays in bounds)."""
     import numpy as np
 
     from .hisparse.examples import make_swap_in_problem, planned_copy_args, to_device_problem
     from .hisparse.planned_copy import copy_cache_planned_mla
-    from .hisparse.swap_in import (load_cache_to_device_buffer_mla,
+    from .hisparse.swap_in import (check_swap_in, launch_unchecked, load_cache_to_device_buffer_mla,
                                    load_cache_to_device_buffer_mla_reference)
 
     rng = np.random.default_rng(0)
-    for skip_io in (False, True):
-        p = make_swap_in_problem(rng, batch=3, num_top_k=8, hot_buffer_size=16,
+    for skip in skip_io:
+        p = make_swap_in_problem(rng, batch=batch, num_top_k=num_top_k, hot_buffer_size=hot_buffer_size,
                                  record_plan=record_plan, index_dtype=np.dtype(index_dtype).type,
-                                 num_real=2)
-        p["skip_io"] = skip_io
-        load_cache_to_device_buffer_mla(**to_device_problem(p))
-        if record_plan and not skip_io:
+                                 num_real=max(batch - 1, 1), block_size=32)
+        p["skip_io"] = skip
+        d = to_device_problem(p)
+        if strided_plan:
+            d["miss_src"], d["miss_dst"] = strided_copy(d["miss_src"]), strided_copy(d["miss_dst"])
+        if unchecked_hot is None:
+            load_cache_to_device_buffer_mla(**d)
+        else:
+            call = check_swap_in(**d)
+            launch_unchecked(call._replace(hot_buffer_size=unchecked_hot))
+        if replay and record_plan and not skip:
             load_cache_to_device_buffer_mla_reference(**p)
             d = to_device_problem(p)
+            if strided_plan:
+                d["miss_src"], d["miss_dst"] = strided_copy(d["miss_src"]), strided_copy(d["miss_dst"])
             layer = device.to_device(p["device_buffer"])
             for replay_skip in (False, True):
                 copy_cache_planned_mla(**planned_copy_args(d, layer, skip_io=replay_skip))
 
 
-def speculative(batch: int, steps: int, top_k: int, hot: int, record: bool, tail: int = 4,
-                item_words: int = 2) -> None:
-    """One speculative swap-in configuration: a valid call with misses, hits and repeats."""
+def planned_copy_int64_destinations() -> None:
+    """The planned copy with ``int64`` destinations (sglang's old plan dtype), launched unchecked
+    as lesson 05 does in the simulator to show what the dtype check prevents, here in bounds."""
+    import numpy as np
+
+    from .hisparse import planned_copy
+    from .hisparse.examples import make_swap_in_problem, to_device_problem
+    from .hisparse.swap_in import load_cache_to_device_buffer_mla_reference
+
+    p = make_swap_in_problem(np.random.default_rng(0), batch=3, num_top_k=8, hot_buffer_size=16,
+                             block_size=32)
+    load_cache_to_device_buffer_mla_reference(**p)
+    d = to_device_problem(p)
+    planned_copy.launch_unchecked(planned_copy.PlannedCopyCall(
+        num_real=3, num_blocks=1, block_size=32, skip_io=False, item_size_bytes=p["item_size_bytes"],
+        miss_src=d["miss_src"], miss_dst=d["miss_dst"].astype(np.int64), miss_count=d["miss_count"],
+        num_real_reqs=d["num_real_reqs"], host_cache=d["host_cache"],
+        device_buffer=device.to_device(p["device_buffer"])))
+
+
+def speculative(batch: int, steps: int, top_k: int, hot: int, record: bool, *, tail: int = 4,
+                item_words: int = 2, state_steps: int | None = None, strided=()) -> None:
+    """One speculative swap-in configuration: a valid call with misses, hits and repeats.
+
+    ``strided`` names the arrays (``miss_src``, ``miss_dst``, ``scratch_state``) passed as strided
+    views; ``state_steps`` builds the state for that many steps and then calls with ``steps``
+    (lesson 04's 5-step call on a 4-step state, its metadata rows widened in bounds). Either launches
+    without the launcher's checks, as the lessons that do so."""
     import numpy as np
 
     from .hisparse.spec_examples import make_spec_problem, set_selection
-    from .hisparse.speculative import load_cache_to_device_buffer_spec_mla
+    from .hisparse.speculative import (check_speculative, launch_unchecked,
+                                       load_cache_to_device_buffer_spec_mla)
 
-    t = steps * top_k
-    max_positions = 4 * (hot + t)
-    kw = make_spec_problem(batch=batch, steps=steps, top_k=top_k, hot=hot, tail=tail,
+    built_steps = state_steps or steps
+    max_positions = 4 * (hot + max(steps, built_steps) * top_k)
+    kw = make_spec_problem(batch=batch, steps=built_steps, top_k=top_k, hot=hot, tail=tail,
                            item_words=item_words, record=record, max_positions=max_positions)
     rng = np.random.default_rng(0)
-    tokens = rng.integers(0, max_positions - 1, (batch, steps, top_k))
-    set_selection(kw, tokens, np.full(batch * steps, max_positions))
-    load_cache_to_device_buffer_spec_mla(**kw)
+    tokens = rng.integers(0, max_positions - 1, (batch, built_steps, top_k))
+    set_selection(kw, tokens, np.full(batch * built_steps, max_positions))
+    if not strided and built_steps == steps:
+        load_cache_to_device_buffer_spec_mla(**kw)
+        return
+    call = check_speculative(**kw)
+    xp, state = device.xp, call.state
+    changes = {name: strided_copy(getattr(call, name)) for name in strided if name != "scratch_state"}
+    if built_steps != steps:
+        tokens = rng.integers(0, max_positions - 1, (batch, steps, top_k)).astype(np.int32)
+        changes.update(steps=steps, top_k_tokens=xp.asarray(tokens),
+                       top_k_device_locs=xp.full((batch, steps, top_k), -1, dtype=xp.int32),
+                       seq_lens=xp.full(batch * steps, max_positions, dtype=xp.int32))
+    if "scratch_state" in strided:
+        width = state.scratch_state.shape[1] * steps // built_steps
+        state = state._replace(scratch_state=strided_copy(state.scratch_state, max(width, 1)))
+    launch_unchecked(call._replace(state=state, **changes))
+
+
+def lesson_kernels() -> None:
+    """The kernels that lesson checker modules define themselves (lesson 07's one-stride writer)."""
+    import numpy as np
+
+    from .lessons import ex07
+
+    plan = {"miss_src": np.zeros((2, 4), np.int64), "miss_dst": np.zeros((2, 4), np.int32),
+            "miss_count": np.array([2, 1], np.int32)}
+    ex07.write_like_sglang(device.xp.zeros(16, np.int64), device.xp.zeros(16, np.int32), 4, plan)
 
 
 def compile_harness() -> None:
@@ -109,26 +191,49 @@ def compile_harness() -> None:
     device.launch(harness.hold_kernel, 1, 1, 0)
 
 
-# The speculative configurations the lessons launch, (batch, steps, top_k, hot, record): the
-# compile examples' two, and those of lessons 01, 03, 04, 08 and 13 (tests/test_warmup_coverage.py
-# fails, naming the configuration, when a lesson launches one that is missing here).
-LESSON_SPECULATIVE = (
-    (2, 2, 16, 16, False),
-    (2, 2, 16, 16, True),
-)
+def _spec(batch, steps, top_k, hot, record, why, **options):
+    extra = "".join(f" {k}={v}" for k, v in options.items())
+    return Task(f"speculative swap-in batch={batch} steps={steps} top_k={top_k} hot={hot}"
+                f"{' record' if record else ''}{extra} ({why})", "hisparse_numba.warmup", "speculative",
+                {"batch": batch, "steps": steps, "top_k": top_k, "hot": hot, "record": record, **options})
 
+
+def _single(why, **options):
+    label = ", ".join(f"{k}={v}" for k, v in options.items())
+    return Task(f"single-step swap-in {label} ({why})", "hisparse_numba.warmup", "single_step", options)
+
+
+# What the lessons launch (tests/test_warmup_coverage.py fails, naming lesson and kernel, when a
+# lesson launches a specialisation no task here launches). The speculative swap-in compiles for
+# tens of seconds per configuration, so each is a task of its own.
 LESSON_TASKS = (
-    Task("gather", "hisparse_numba.compile_check", "compile_gather"),
-    *(Task(f"single-step swap-in, {dt} indices{', recording the plan' if rec else ''}",
-           "hisparse_numba.warmup", "single_step", {"index_dtype": dt, "record_plan": rec})
-      for dt in ("int32", "int64") for rec in (True, False)),
-    *(Task(f"speculative swap-in batch={b} steps={s} top_k={k} hot={h}{' record' if r else ''}",
-           "hisparse_numba.warmup", "speculative",
-           {"batch": b, "steps": s, "top_k": k, "hot": h, "record": r})
-      for b, s, k, h, r in LESSON_SPECULATIVE),
-    Task("kv-canary plan, write, verify", "hisparse_numba.kv_canary.examples", "compile_examples"),
+    Task("gather (lessons 00, 10, 11)", "hisparse_numba.compile_check", "compile_gather"),
+    _single("lesson 00", num_top_k=3, hot_buffer_size=6, batch=1, replay=True),
+    _single("lessons 04, 06", record_plan=False),
+    _single("lessons 05, 06, 08, 13", replay=True),
+    _single("lessons 07, 13", strided_plan=True, replay=True),
+    _single("lesson 09", num_top_k=6, hot_buffer_size=12, batch=1),
+    _single("lesson 09 in the simulator", num_top_k=6, hot_buffer_size=12, batch=1, unchecked_hot=4),
+    Task("planned copy, int64 destinations (lesson 05 in the simulator)", "hisparse_numba.warmup",
+         "planned_copy_int64_destinations"),
+    Task("lesson 07's one-stride plan writer", "hisparse_numba.warmup", "lesson_kernels"),
+    _spec(2, 4, 16, 32, True, "lesson 01"),
+    _spec(2, 4, 16, 32, True, "lesson 01", strided=("miss_src", "miss_dst")),
+    _spec(2, 2, 8, 16, True, "lesson 03"),
+    _spec(3, 2, 8, 16, True, "lessons 03, 08"),
+    _spec(2, 2, 8, 16, False, "lesson 04"),
+    _spec(1, 5, 8, 16, False, "lesson 04", state_steps=4, strided=("scratch_state",)),
+    Task("kv-canary plan, write, verify (lessons 02, 12, 13)", "hisparse_numba.kv_canary.examples",
+         "compile_examples"),
 )
+# The compile examples of every family (the compile-only check and the tests use them), the
+# sanitizer workload, and the benchmark harness.
 TEST_TASKS = (
+    *(Task(f"single-step swap-in examples, {dt} indices{', recording the plan' if rec else ''}",
+           "hisparse_numba.warmup", "single_step",
+           {"index_dtype": dt, "record_plan": rec, "skip_io": (False, True), "replay": True})
+      for dt in ("int32", "int64") for rec in (True, False)),
+    *(_spec(2, 2, 16, 16, rec, "compile examples") for rec in (False, True)),
     Task("speculative swap-in, sanitizer workload (source checkout)", "tests.hisparse.spec_workloads",
          "sanitizer_workload"),
     Task("benchmark harness kernels", "hisparse_numba.warmup", "compile_harness"),
@@ -136,7 +241,7 @@ TEST_TASKS = (
 
 
 def tasks_for(which: str) -> tuple:
-    return {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,
+    return {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,   # tests run the lessons too
             "all": LESSON_TASKS + TEST_TASKS}[which]
 
 
