@@ -266,19 +266,20 @@ def _cache_line(info: dict) -> str:
             + ("" if info["enabled"] else " DISABLED"))
 
 
-def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout) -> int:
-    """Fill the kernel cache for ``which`` (lessons, tests, all) with ``jobs`` worker processes
-    (default: one per CPU core, at most one per task); returns the number of tasks run, 0 under
-    the simulator. A task that fails is reported and the others go on; :class:`RuntimeError`
-    at the end names the failed tasks."""
+def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, tasks=None) -> int:
+    """Fill the kernel cache for ``which`` (lessons, tests, all; or the given ``tasks``) with
+    ``jobs`` worker processes (default: one per CPU core, at most one per task); returns the number
+    of tasks run, 0 under the simulator. A task that fails is reported and the others go on;
+    :class:`RuntimeError` at the end names the failed tasks."""
     if device.backend() != "cuda":
         print(f"nothing to compile: backend is {device.backend()!r} (the simulator runs kernels as "
               "Python; only a GPU compiles them)", file=out)
         return 0
-    tasks = tasks_for(which)
+    tasks = tasks_for(which) if tasks is None else tuple(tasks)
     jobs = default_jobs(len(tasks)) if jobs is None else max(1, int(jobs))
     print(f"kernel cache: {_cache_line(device.kernel_cache_info())}", file=out)
-    print(f"warmup --{which}: {len(tasks)} tasks, {jobs} process{'es' if jobs > 1 else ''}",
+    print(f"warmup --{which}: {len(tasks)} task{'s' if len(tasks) > 1 else ''}, {jobs} "
+          f"process{'es' if jobs > 1 else ''}",
           file=out, flush=True)
     t_all = time.perf_counter()
     failed = []

@@ -49,21 +49,29 @@ def test_simulator_has_nothing_to_compile():
 
 
 def test_recorder_names_kernel_compile_time_values_and_argument_types(tmp_path):
-    from hisparse_numba.hisparse.gather import gather_to_hot_buffer
+    from hisparse_numba.hisparse.gather import gather_kernel
 
     log = tmp_path / "launches.txt"
     host = device.host_cache_array((8, 32), np.uint8)
     with warmup.recording_launches(log_path=str(log)) as seen:
         for dtype in (np.int64, np.int64, np.int32):
-            gather_to_hot_buffer(host_cache=host, device_buffer=device.xp.zeros((8, 32), np.uint8),
-                                 src_locs=device.to_device(np.arange(2, dtype=dtype)),
-                                 dst_locs=device.to_device(np.arange(2, dtype=dtype)),
-                                 item_size_bytes=32)
-    assert device.launch is not seen and device.launch.__name__ == "launch"
-    gathers = sorted(k for k in seen if ".gather_kernel <-" in k)
-    assert len(gathers) == 2, gathers          # int64 and int32 locations: two specialisations
-    assert "int32[1d,C]" in gathers[0] and "int64[1d,C]" in gathers[1]
+            locs = device.to_device(np.arange(2, dtype=dtype))
+            device.launch(gather_kernel, 1, 32, device.byte_words(host),
+                          device.byte_words(device.xp.zeros((8, 32), np.uint8)), locs, locs, 4)
+    device.synchronize()
+    assert device.launch.__name__ == "launch" and device.launch.__module__ == "hisparse_numba.device"
+    assert sorted(seen) == [f"hisparse_numba.hisparse.gather.gather_kernel <- (uint64[1d,C], uint64[1d,C], "
+                            f"{t}[1d,C], {t}[1d,C], int64)" for t in ("int32", "int64")]
     assert sorted(log.read_text().splitlines()) == sorted(seen)
+
+
+def test_recorder_notes_the_speculative_geometry():
+    from hisparse_numba.hisparse.speculative import launch
+
+    with warmup.recording_launches() as seen:
+        launch.geometry(3, 16)
+    assert seen == {"hisparse_numba.hisparse.speculative.launch.geometry(3, 16)"}
+    assert launch.geometry.__name__ == "geometry" and launch.geometry.__module__ == launch.__name__
 
 
 def test_recorder_keys_factory_kernels_by_their_compile_time_values():
@@ -97,3 +105,20 @@ def test_parallel_warmup_fills_the_cache():
     text = out.getvalue()
     assert f"{len(warmup.LESSON_TASKS)}/{len(warmup.LESSON_TASKS)}" in text
     assert "checked every task in this process" in text and "FAILED" not in text
+
+
+def test_parallel_machinery_reports_each_task_and_failures(monkeypatch):
+    """The worker pool, the progress lines and the serial re-check, run on the simulator's kernels
+    (the parent is told it is on a GPU; the spawned workers run the tasks in the simulator)."""
+    monkeypatch.setattr(device, "backend", lambda: "cuda")
+    good = warmup.Task("gather", "hisparse_numba.compile_check", "compile_gather")
+    bad = warmup.Task("missing", "hisparse_numba.warmup", "no_such_task")
+    out = io.StringIO()
+    assert warmup.warmup(jobs=2, out=out, tasks=[good]) == 1
+    text = out.getvalue()
+    assert "1 task, 2 processes" in text and "1/1 gather:" in text and "elapsed" in text
+    assert "checked every task in this process" in text
+    out = io.StringIO()
+    with pytest.raises(RuntimeError, match="warmup failed for: missing"):
+        warmup.warmup(jobs=2, out=out, tasks=[good, bad])
+    assert "missing: FAILED: AttributeError" in out.getvalue()
