@@ -6,12 +6,12 @@ kernels in an on-disk cache (``device.kernel_cache_info()``), so a later process
 test, loads them in milliseconds.
 
 Warmup is a list of *tasks*, each as small as one kernel configuration where a family has several
-(the speculative swap-in per (batch, steps, top_k, hot, record) the lessons use). ``--jobs N``
-worker processes run them at once, each compiling into the shared cache directory; then the parent
-runs every task once more, one after the other: a task whose kernels are cached only loads them,
-and one whose cache entry another process overwrote (Numba's per-function index is rewritten
-whole by whichever process adds a specialisation last) compiles again, so the cache ends complete.
-Under the simulator nothing is compiled.
+(each speculative swap-in configuration a lesson launches). ``--jobs N`` worker processes run them
+at once, each compiling into the shared cache directory, their saves serialised by a file lock
+(:func:`lock_cache_saves`: Numba's per-kernel index is not safe for concurrent writers); then the
+parent runs every task once more, one after the other: a task whose kernels are cached only loads
+them, one whose entry is missing compiles it, so the cache ends complete. Under the simulator
+nothing is compiled.
 
 :func:`recording_launches` records which specialisations a piece of code launches, as
 :func:`specialisation` names them (kernel, compile-time values, argument types); the coverage test
@@ -257,7 +257,46 @@ def default_jobs(num_tasks: int) -> int:
     return max(1, min(os.cpu_count() or 1, num_tasks))
 
 
+CACHE_LOCK_NAME = ".hisparse-numba-cache.lock"
+
+
+def lock_cache_saves() -> bool:
+    """Make every save into Numba's on-disk cache hold an exclusive file lock on the cache
+    directory, in this process. Returns False where that cannot be done (no ``fcntl``, or no
+    compiling backend), True once patched.
+
+    Numba saves an entry by reading the kernel's index, picking the first unused data-file number,
+    writing the index and then the data file. Two processes that save specialisations of one
+    kernel at the same moment read the same index: the later index write drops the other's entry,
+    and both may pick the same number, so that one entry can point at the other's compiled code.
+    Holding the lock from the index read to the data write makes the saves of the warmup's worker
+    processes happen one after the other (compiling still runs in parallel)."""
+    try:
+        import fcntl
+
+        from numba.cuda.core import caching
+    except ImportError:
+        return False
+    save = caching.IndexDataCacheFile.save
+    if getattr(save, "hisparse_locked", False):
+        return True
+
+    def locked_save(self, key, data):
+        os.makedirs(self._cache_path, exist_ok=True)
+        with open(os.path.join(self._cache_path, CACHE_LOCK_NAME), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                save(self, key, data)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    locked_save.hisparse_locked = True
+    caching.IndexDataCacheFile.save = locked_save
+    return True
+
+
 def _run_in_worker(task: Task) -> float:
+    lock_cache_saves()
     return task.run()
 
 
@@ -289,6 +328,9 @@ def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, task
         print(progress_bar(i, len(tasks), f"{task.label}: {status} "
                            f"(elapsed {time.perf_counter() - t_all:.0f} s)"), file=out, flush=True)
 
+    if jobs > 1 and not lock_cache_saves():
+        print("(no file locks here: compiling in this process only)", file=out)
+        jobs = 1
     if jobs > 1:
         import concurrent.futures as cf
         import multiprocessing

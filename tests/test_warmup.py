@@ -122,3 +122,29 @@ def test_parallel_machinery_reports_each_task_and_failures(monkeypatch):
     with pytest.raises(RuntimeError, match="warmup failed for: missing"):
         warmup.warmup(jobs=2, out=out, tasks=[good, bad])
     assert "missing: FAILED: AttributeError" in out.getvalue()
+
+
+def _save_entries(cache_dir: str, writer: int, count: int) -> None:
+    from numba.cuda.core.caching import IndexDataCacheFile
+
+    assert warmup.lock_cache_saves()
+    cache = IndexDataCacheFile(cache_dir, "kernel", "stamp")
+    for i in range(count):
+        cache.save((writer, i), f"code of {writer}-{i}")
+
+
+def test_concurrent_cache_saves_keep_every_entry(tmp_path):
+    """Two processes saving specialisations of one kernel at once (what parallel warmup does):
+    with the lock, every entry is in the index and points at its own data."""
+    import multiprocessing
+
+    from numba.cuda.core.caching import IndexDataCacheFile
+
+    count = 25
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.starmap(_save_entries, [(str(tmp_path), w, count) for w in range(2)])
+    cache = IndexDataCacheFile(str(tmp_path), "kernel", "stamp")
+    assert len(cache._load_index()) == 2 * count
+    for w in range(2):
+        for i in range(count):
+            assert cache.load((w, i)) == f"code of {w}-{i}"
