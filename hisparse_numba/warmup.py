@@ -41,6 +41,7 @@ class Task:
     module: str
     function: str
     kwargs: dict = field(default_factory=dict, hash=False, compare=False)
+    seconds: float = 3.0        # about how long it compiles on a GPU's host (H200): longest start first
 
     def run(self) -> float:
         t0 = time.perf_counter()
@@ -195,7 +196,8 @@ def _spec(batch, steps, top_k, hot, record, why, **options):
     extra = "".join(f" {k}={v}" for k, v in options.items())
     return Task(f"speculative swap-in batch={batch} steps={steps} top_k={top_k} hot={hot}"
                 f"{' record' if record else ''}{extra} ({why})", "hisparse_numba.warmup", "speculative",
-                {"batch": batch, "steps": steps, "top_k": top_k, "hot": hot, "record": record, **options})
+                {"batch": batch, "steps": steps, "top_k": top_k, "hot": hot, "record": record, **options},
+                seconds=45.0)
 
 
 def _single(why, **options):
@@ -235,7 +237,7 @@ TEST_TASKS = (
       for dt in ("int32", "int64") for rec in (True, False)),
     *(_spec(2, 2, 16, 16, rec, "compile examples") for rec in (False, True)),
     Task("speculative swap-in, sanitizer workload (source checkout)", "tests.hisparse.spec_workloads",
-         "sanitizer_workload"),
+         "sanitizer_workload", seconds=52.0),
     Task("benchmark harness kernels", "hisparse_numba.warmup", "compile_harness"),
 )
 
@@ -337,7 +339,8 @@ def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, task
 
         # spawn, not fork: a forked child of a process that holds a CUDA context cannot use CUDA
         with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_run_in_worker, task): task for task in tasks}
+            by_cost = sorted(tasks, key=lambda task: -task.seconds)   # no long task starts last
+            futures = {pool.submit(_run_in_worker, task): task for task in by_cost}
             for i, future in enumerate(cf.as_completed(futures), 1):
                 task = futures[future]
                 try:
