@@ -4,9 +4,11 @@
 #   scripts/gpu_check.sh doctor warmup tests lessons bench
 # Phases: warmup (compile every kernel specialisation into the on-disk kernel cache, so that
 # the later phases only load them; $WARMUP_JOBS processes, default one per core), lessons-cold
-# (`make lessons` from a new empty cache: warmup --lessons, then the solved lessons), tests (the whole suite at sglang's sizes), tests-quick
-# (-m "not slow"), lessons, bench (swap-in, spec, canary, startup, graph), startup (bench
-# startup alone: cold and warm compile per family, the split of a public call).
+# (`make lessons` from a new empty cache: warmup --lessons, then the solved lessons),
+# warmup-coverage (the solved lessons launch nothing that warmup --lessons misses, with this GPU's
+# geometry), tests (the whole suite at sglang's sizes), tests-quick (-m "not slow"), lessons,
+# bench (swap-in, spec, canary, startup, graph), startup (bench startup alone: cold and warm
+# compile per family, the split of a public call).
 # (compute-sanitizer memcheck and racecheck run inside the tests: the tests marked `gpu`.)
 # The kernel cache lives in $NUMBA_CACHE_DIR (default ~/.cache/hisparse-numba/kernels).
 # Logs go to $OUT (or build/gpu) as one file per phase; the last lines of each are printed.
@@ -37,6 +39,8 @@ for phase in "$@"; do
       run lessons-cold python3 -m hisparse_numba.warmup --lessons ${WARMUP_JOBS:+--jobs $WARMUP_JOBS}
       run lessons-cold python3 -m hisparse_numba lessons run --solved --out "$OUT/lessons-solved"
       echo "=== lessons-cold: warmup + solved lessons in $((SECONDS - t_cold)) s" | tee -a "$OUT/lessons-cold.txt" ;;
+    warmup-coverage)  # on this GPU, every specialisation the solved lessons launch is one warmup --lessons launches
+      run warmup-coverage python3 -m pytest -q -p no:cacheprovider tests/test_warmup_coverage.py ;;
     tests)   run tests python3 -m pytest -q -x -p no:cacheprovider --durations=15 tests ;;
     tests-quick) run tests python3 -m pytest -q -x -p no:cacheprovider -m "not slow" tests ;;
     lessons) run lessons python3 -m hisparse_numba lessons run --out "$OUT/lessons" ;;
