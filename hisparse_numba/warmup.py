@@ -493,10 +493,11 @@ def recording_launches(sink: set | None = None, log_path: str | None = None):
 
 def add_arguments(parser) -> None:
     group = parser.add_mutually_exclusive_group()
-    for which in ("lessons", "tests", "all"):
-        group.add_argument(f"--{which}", dest="which", action="store_const", const=which,
-                           help=f"the kernels {which if which != 'all' else 'everything'} use"
-                           + (" (default)" if which == "lessons" else ""))
+    helps = {"lessons": "the kernels the lessons launch (default)",
+             "tests": "those and the kernels the tests, the sanitizer workload and bench launch",
+             "all": "the same as --tests"}
+    for which, text in helps.items():
+        group.add_argument(f"--{which}", dest="which", action="store_const", const=which, help=text)
     parser.set_defaults(which="lessons")
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                         help="worker processes that compile at once (default: one per CPU core, "
