@@ -42,6 +42,7 @@ class Task:
     function: str
     kwargs: dict = field(default_factory=dict, hash=False, compare=False)
     seconds: float = 3.0        # about how long it compiles on a GPU's host (H200): longest start first
+    simulator_only: bool = False  # what only a lesson's simulator branch launches (a GPU skips it)
 
     def run(self) -> float:
         t0 = time.perf_counter()
@@ -61,10 +62,12 @@ class Task:
 
 def strided_copy(a, columns: int | None = None):
     """``a`` (2-D, on the device) copied into a strided view of ``columns`` columns (default: as
-    many as ``a``) inside a wider zero-filled array: layout ``A``, every column in bounds."""
+    many as ``a``) inside a wider zero-filled array: layout ``A``, every column in bounds, each row
+    starting on a 16-byte boundary (the kernels also read int32 rows as int64 words)."""
     xp = device.xp
     columns = a.shape[1] if columns is None else int(columns)
-    room = xp.zeros((a.shape[0], columns + 1), dtype=a.dtype)
+    per_16 = max(16 // a.dtype.itemsize, 1)
+    room = xp.zeros((a.shape[0], (columns // per_16 + 1) * per_16), dtype=a.dtype)
     room[:, : a.shape[1]] = a
     return room[:, :columns]
 
@@ -200,9 +203,10 @@ def _spec(batch, steps, top_k, hot, record, why, **options):
                 seconds=45.0)
 
 
-def _single(why, **options):
+def _single(why, simulator_only=False, **options):
     label = ", ".join(f"{k}={v}" for k, v in options.items())
-    return Task(f"single-step swap-in {label} ({why})", "hisparse_numba.warmup", "single_step", options)
+    return Task(f"single-step swap-in {label} ({why})", "hisparse_numba.warmup", "single_step", options,
+                simulator_only=simulator_only)
 
 
 # What the lessons launch (tests/test_warmup_coverage.py fails, naming lesson and kernel, when a
@@ -215,9 +219,10 @@ LESSON_TASKS = (
     _single("lessons 05, 06, 08, 13", replay=True),
     _single("lessons 07, 13", strided_plan=True, replay=True),
     _single("lesson 09", num_top_k=6, hot_buffer_size=12, batch=1),
-    _single("lesson 09 in the simulator", num_top_k=6, hot_buffer_size=12, batch=1, unchecked_hot=4),
+    _single("lesson 09 in the simulator", num_top_k=6, hot_buffer_size=12, batch=1, unchecked_hot=4,
+            simulator_only=True),
     Task("planned copy, int64 destinations (lesson 05 in the simulator)", "hisparse_numba.warmup",
-         "planned_copy_int64_destinations"),
+         "planned_copy_int64_destinations", simulator_only=True),
     Task("lesson 07's one-stride plan writer", "hisparse_numba.warmup", "lesson_kernels"),
     _spec(2, 4, 16, 32, True, "lesson 01"),
     _spec(2, 4, 16, 32, True, "lesson 01", strided=("miss_src", "miss_dst")),
@@ -243,8 +248,11 @@ TEST_TASKS = (
 
 
 def tasks_for(which: str) -> tuple:
-    return {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,   # tests run the lessons too
-            "all": LESSON_TASKS + TEST_TASKS}[which]
+    """The tasks of ``which`` (lessons, tests, all) in this world: on a GPU without the launches
+    only a lesson's simulator branch makes."""
+    tasks = {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,   # tests run the lessons too
+             "all": LESSON_TASKS + TEST_TASKS}[which]
+    return tuple(t for t in tasks if device.backend() != "cuda" or not t.simulator_only)
 
 
 # ----------------------------------------------------------------------------------- running

@@ -148,3 +148,10 @@ def test_concurrent_cache_saves_keep_every_entry(tmp_path):
     for w in range(2):
         for i in range(count):
             assert cache.load((w, i)) == f"code of {w}-{i}"
+
+
+def test_a_gpu_skips_what_only_the_simulator_launches(monkeypatch):
+    sim_only = [t for t in warmup.LESSON_TASKS if t.simulator_only]
+    assert sim_only and set(sim_only) <= set(warmup.tasks_for("lessons"))
+    monkeypatch.setattr(device, "backend", lambda: "cuda")
+    assert not set(sim_only) & set(warmup.tasks_for("all"))
