@@ -62,12 +62,13 @@ class Task:
 
 def strided_copy(a, columns: int | None = None):
     """``a`` (2-D, on the device) copied into a strided view of ``columns`` columns (default: as
-    many as ``a``) inside a wider zero-filled array: layout ``A``, every column in bounds, each row
-    starting on a 16-byte boundary (the kernels also read int32 rows as int64 words)."""
+    many as ``a``) inside a wider zero-filled array: layout ``A``, every column in bounds. The row
+    stride, in elements, is the next multiple of 4 above ``columns`` whatever the dtype: plan arrays
+    share one stride, and 4- and 8-byte rows start on 16-byte boundaries (the kernels also read
+    int32 rows as int64 words)."""
     xp = device.xp
     columns = a.shape[1] if columns is None else int(columns)
-    per_16 = max(16 // a.dtype.itemsize, 1)
-    room = xp.zeros((a.shape[0], (columns // per_16 + 1) * per_16), dtype=a.dtype)
+    room = xp.zeros((a.shape[0], (columns // 4 + 1) * 4), dtype=a.dtype)
     room[:, : a.shape[1]] = a
     return room[:, :columns]
 
