@@ -491,13 +491,24 @@ def recording_launches(sink: set | None = None, log_path: str | None = None):
         mod = importlib.import_module(module)
         wrapped.append((mod, name, getattr(mod, name)))
         setattr(mod, name, noting(module, name, getattr(mod, name)))
-    device.launch = launch
+    # device.launch, and every package module that imported it by name (``from .device import
+    # launch``); a module imported inside the block binds the recording launch itself
+    for mod in _package_modules():
+        if getattr(mod, "launch", None) is original:
+            mod.launch = launch
     try:
         yield seen
     finally:
-        device.launch = original
+        for mod in _package_modules():
+            if getattr(mod, "launch", None) is launch:
+                mod.launch = original
         for mod, name, fn in wrapped:
             setattr(mod, name, fn)
+
+
+def _package_modules() -> list:
+    return [m for n, m in list(sys.modules.items())
+            if m is not None and (n == "hisparse_numba" or n.startswith("hisparse_numba."))]
 
 
 def add_arguments(parser) -> None:

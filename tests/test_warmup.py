@@ -155,3 +155,23 @@ def test_a_gpu_skips_what_only_the_simulator_launches(monkeypatch):
     assert sim_only and set(sim_only) <= set(warmup.tasks_for("lessons"))
     monkeypatch.setattr(device, "backend", lambda: "cuda")
     assert not set(sim_only) & set(warmup.tasks_for("all"))
+
+
+def test_recorder_also_sees_launches_of_modules_that_imported_launch_by_name():
+    import types as pytypes
+
+    from hisparse_numba.hisparse.gather import gather_kernel
+
+    module = pytypes.ModuleType("hisparse_numba._imported_launch_by_name")
+    module.launch = device.launch
+    import sys
+    sys.modules[module.__name__] = module
+    try:
+        host = device.host_cache_array((8, 32), np.uint8)
+        locs = device.to_device(np.arange(2, dtype=np.int64))
+        with warmup.recording_launches() as seen:
+            module.launch(gather_kernel, 1, 32, device.byte_words(host),
+                          device.byte_words(device.xp.zeros((8, 32), np.uint8)), locs, locs, 4)
+        assert len(seen) == 1 and module.launch is device.launch
+    finally:
+        del sys.modules[module.__name__]
