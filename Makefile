@@ -1,4 +1,6 @@
-# make lessons        run every lesson notebook headless, in the solved form (the main job)
+# make lessons        run every lesson notebook headless, in the solved form (the main job); on a GPU
+#                     warmup first compiles every kernel the lessons launch, one process per CPU core
+#                     (make lessons JOBS=4 for fewer)
 # make test           the test suite on the CUDA simulator; no CUDA toolkit download
 # make test-quick     the same without the tests marked slow (pytest -m "not slow")
 # make test PTX=1     also install NVVM (~460 MB installed, the `ptx` extra) and compile every kernel for
@@ -12,6 +14,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 CUDA   ?=
 PTX    ?=
+JOBS   ?=
 # JupyterLab options: make jupyter JUPYTER_ARGS="--ip=0.0.0.0 --port=8888 --no-browser"
 JUPYTER_ARGS ?= --no-browser
 LESSONS_COPY ?= my-lessons
@@ -40,7 +43,7 @@ $(VENV)/.test-$(TEST_EXTRAS): $(VENV)/bin/python pyproject.toml
 
 lessons: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba doctor
-	$(VENV)/bin/hisparse-numba warmup --lessons
+	$(VENV)/bin/hisparse-numba warmup --lessons $(if $(JOBS),--jobs $(JOBS),)
 	@echo "make lessons: the solved form (each exercise stub replaced by lessons/solutions/NN.py);"
 	@echo "              'make lessons-shipped' runs them as a learner gets them"
 	$(VENV)/bin/hisparse-numba lessons run --solved

@@ -1,32 +1,185 @@
-"""``hisparse-numba warmup``: compile every kernel specialisation once and store it on disk.
+"""``hisparse-numba warmup``: compile every kernel specialisation once, in parallel, and store it on disk.
 
 A GPU compiles each kernel specialisation the first time a process launches it (the speculative
-swap-in takes tens of seconds). :mod:`hisparse_numba.device` keeps compiled kernels in an on-disk
-cache (``device.kernel_cache_info()``), so a later process, a lesson or a test, loads them in
-milliseconds. Warmup runs each family's ``compile_examples()`` (small valid inputs through every
-launcher) and, for ``--tests``, the larger configurations the GPU tests and the sanitizer
-workload use, printing a progress bar. Under the simulator nothing is compiled.
+swap-in takes tens of seconds per configuration). :mod:`hisparse_numba.device` keeps compiled
+kernels in an on-disk cache (``device.kernel_cache_info()``), so a later process, a lesson or a
+test, loads them in milliseconds.
+
+Warmup is a list of *tasks*, each as small as one kernel configuration where a family has several
+(each speculative swap-in configuration a lesson launches). ``--jobs N`` worker processes run them
+at once, each compiling into the shared cache directory, their saves serialised by a file lock
+(:func:`lock_cache_saves`: Numba's per-kernel index is not safe for concurrent writers); then the
+parent runs every task once more, one after the other: a task whose kernels are cached only loads
+them, one whose entry is missing compiles it, so the cache ends complete. Under the simulator
+nothing is compiled.
+
+:func:`recording_launches` records which specialisations a piece of code launches, as
+:func:`specialisation` names them (kernel, compile-time values, argument types); the coverage test
+(``tests/test_warmup_coverage.py``) uses it to prove that ``--lessons`` covers every kernel the
+lessons launch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+import re
 import sys
 import time
+import types
+from dataclasses import dataclass, field
 
 from . import device
 
-LESSON_STEPS = (
-    ("gather", "hisparse_numba.compile_check", "compile_gather"),
-    ("single-step swap-in and planned copy", "hisparse_numba.hisparse.examples", "compile_examples"),
-    ("speculative swap-in", "hisparse_numba.hisparse.spec_examples", "compile_examples"),
-    ("kv-canary plan, write, verify", "hisparse_numba.kv_canary.examples", "compile_examples"),
-)
-TEST_STEPS = (
-    ("speculative swap-in, sanitizer workload (source checkout)", "tests.hisparse.spec_workloads",
-     "sanitizer_workload"),
-    ("benchmark harness kernels", "hisparse_numba.warmup", "compile_harness"),
-)
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of warmup: ``module.function(**kwargs)``, labelled for the progress bar."""
+
+    label: str
+    module: str
+    function: str
+    kwargs: dict = field(default_factory=dict, hash=False, compare=False)
+    seconds: float = 3.0        # about how long it compiles on a GPU's host (H200): longest start first
+    simulator_only: bool = False  # what only a lesson's simulator branch launches (a GPU skips it)
+
+    def run(self) -> float:
+        t0 = time.perf_counter()
+        getattr(importlib.import_module(self.module), self.function)(**self.kwargs)
+        device.synchronize()
+        return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------------------------------- tasks
+#
+# Each task launches the kernels of one configuration on small valid inputs, with the argument
+# types (dtypes, layouts) that the lessons pass: a lesson that hands a kernel a strided view (a plan
+# addressed as sglang addresses it, a state reached through a guarded arena) launches another
+# specialisation than one with contiguous arrays. Deliberately unchecked lesson launches are
+# reproduced here with views that are in bounds.
+
+
+def strided_copy(a, columns: int | None = None):
+    """``a`` (2-D, on the device) copied into a strided view of ``columns`` columns (default: as
+    many as ``a``) inside a wider zero-filled array: layout ``A``, every column in bounds. The row
+    stride, in elements, is the next multiple of 4 above ``columns`` whatever the dtype: plan arrays
+    share one stride, and 4- and 8-byte rows start on 16-byte boundaries (the kernels also read
+    int32 rows as int64 words)."""
+    xp = device.xp
+    columns = a.shape[1] if columns is None else int(columns)
+    room = xp.zeros((a.shape[0], (columns // 4 + 1) * 4), dtype=a.dtype)
+    room[:, : a.shape[1]] = a
+    return room[:, :columns]
+
+
+def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool = True, *,
+                batch: int = 3, index_dtype: str = "int32", skip_io=(False,),
+                strided_plan: bool = False, replay: bool = False,
+                unchecked_hot: int | None = None) -> None:
+    """The single-step swap-in of one (K, H, plan) configuration, for each ``skip_io``; with
+    ``strided_plan`` the plan arrays are strided views; with ``replay`` the planned copy replays
+    the recorded plan into another layer, both ``skip_io`` values. ``unchecked_hot`` launches the
+    checked call again, unchecked, with a smaller hot buffer size (lesson 09's H < K, which the
+    checks reject; the arrays stay sized for ``hot_buffer_size``, so it stays in bounds)."""
+    import numpy as np
+
+    from .hisparse.examples import make_swap_in_problem, planned_copy_args, to_device_problem
+    from .hisparse.planned_copy import copy_cache_planned_mla
+    from .hisparse.swap_in import (check_swap_in, launch_unchecked, load_cache_to_device_buffer_mla,
+                                   load_cache_to_device_buffer_mla_reference)
+
+    rng = np.random.default_rng(0)
+    for skip in skip_io:
+        p = make_swap_in_problem(rng, batch=batch, num_top_k=num_top_k, hot_buffer_size=hot_buffer_size,
+                                 record_plan=record_plan, index_dtype=np.dtype(index_dtype).type,
+                                 num_real=max(batch - 1, 1), block_size=32)
+        p["skip_io"] = skip
+        d = to_device_problem(p)
+        if strided_plan:
+            d["miss_src"], d["miss_dst"] = strided_copy(d["miss_src"]), strided_copy(d["miss_dst"])
+        if unchecked_hot is None:
+            load_cache_to_device_buffer_mla(**d)
+        else:
+            call = check_swap_in(**d)
+            launch_unchecked(call._replace(hot_buffer_size=unchecked_hot))
+        if replay and record_plan and not skip:
+            load_cache_to_device_buffer_mla_reference(**p)
+            d = to_device_problem(p)
+            if strided_plan:
+                d["miss_src"], d["miss_dst"] = strided_copy(d["miss_src"]), strided_copy(d["miss_dst"])
+            layer = device.to_device(p["device_buffer"])
+            for replay_skip in (False, True):
+                copy_cache_planned_mla(**planned_copy_args(d, layer, skip_io=replay_skip))
+
+
+def planned_copy_int64_destinations() -> None:
+    """The planned copy with ``int64`` destinations (sglang's old plan dtype), launched unchecked
+    as lesson 05 does in the simulator to show what the dtype check prevents, here in bounds."""
+    import numpy as np
+
+    from .hisparse import planned_copy
+    from .hisparse.examples import make_swap_in_problem, to_device_problem
+    from .hisparse.swap_in import load_cache_to_device_buffer_mla_reference
+
+    p = make_swap_in_problem(np.random.default_rng(0), batch=3, num_top_k=8, hot_buffer_size=16,
+                             block_size=32)
+    load_cache_to_device_buffer_mla_reference(**p)
+    d = to_device_problem(p)
+    planned_copy.launch_unchecked(planned_copy.PlannedCopyCall(
+        num_real=3, num_blocks=1, block_size=32, skip_io=False, item_size_bytes=p["item_size_bytes"],
+        miss_src=d["miss_src"], miss_dst=d["miss_dst"].astype(np.int64), miss_count=d["miss_count"],
+        num_real_reqs=d["num_real_reqs"], host_cache=d["host_cache"],
+        device_buffer=device.to_device(p["device_buffer"])))
+
+
+def speculative(batch: int, steps: int, top_k: int, hot: int, record: bool, *, tail: int = 4,
+                item_words: int = 2, state_steps: int | None = None, strided=()) -> None:
+    """One speculative swap-in configuration: a valid call with misses, hits and repeats.
+
+    ``strided`` names the arrays (``miss_src``, ``miss_dst``, ``scratch_state``) passed as strided
+    views; ``state_steps`` builds the state for that many steps and then calls with ``steps``
+    (lesson 04's 5-step call on a 4-step state, its metadata rows widened in bounds). Either launches
+    without the launcher's checks, as the lessons that do so."""
+    import numpy as np
+
+    from .hisparse.spec_examples import make_spec_problem, set_selection
+    from .hisparse.speculative import (check_speculative, launch_unchecked,
+                                       load_cache_to_device_buffer_spec_mla)
+
+    built_steps = state_steps or steps
+    max_positions = 4 * (hot + max(steps, built_steps) * top_k)
+    kw = make_spec_problem(batch=batch, steps=built_steps, top_k=top_k, hot=hot, tail=tail,
+                           item_words=item_words, record=record, max_positions=max_positions)
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, max_positions - 1, (batch, built_steps, top_k))
+    set_selection(kw, tokens, np.full(batch * built_steps, max_positions))
+    if not strided and built_steps == steps:
+        load_cache_to_device_buffer_spec_mla(**kw)
+        return
+    call = check_speculative(**kw)
+    xp, state = device.xp, call.state
+    changes = {name: strided_copy(getattr(call, name)) for name in strided if name != "scratch_state"}
+    if built_steps != steps:
+        tokens = rng.integers(0, max_positions - 1, (batch, steps, top_k)).astype(np.int32)
+        changes.update(steps=steps, top_k_tokens=xp.asarray(tokens),
+                       top_k_device_locs=xp.full((batch, steps, top_k), -1, dtype=xp.int32),
+                       seq_lens=xp.full(batch * steps, max_positions, dtype=xp.int32))
+    if "scratch_state" in strided:
+        width = state.scratch_state.shape[1] * steps // built_steps
+        state = state._replace(scratch_state=strided_copy(state.scratch_state, max(width, 1)))
+    launch_unchecked(call._replace(state=state, **changes))
+
+
+def lesson_kernels() -> None:
+    """The kernels that lesson checker modules define themselves (lesson 07's one-stride writer)."""
+    import numpy as np
+
+    from .lessons import ex07
+
+    plan = {"miss_src": np.zeros((2, 4), np.int64), "miss_dst": np.zeros((2, 4), np.int32),
+            "miss_count": np.array([2, 1], np.int32)}
+    ex07.write_like_sglang(device.xp.zeros(16, np.int64), device.xp.zeros(16, np.int32), 4, plan)
 
 
 def compile_harness() -> None:
@@ -41,12 +194,69 @@ def compile_harness() -> None:
     device.launch(harness.zero_copy_gather_kernel, 1, 64, device.byte_words(host), locs,
                   device.byte_words(buf), locs, 4)
     device.launch(harness.hold_kernel, 1, 1, 0)
-    device.synchronize()
 
 
-def steps_for(which: str) -> tuple:
-    return {"lessons": LESSON_STEPS, "tests": LESSON_STEPS + TEST_STEPS,
-            "all": LESSON_STEPS + TEST_STEPS}[which]
+def _spec(batch, steps, top_k, hot, record, why, **options):
+    extra = "".join(f" {k}={v}" for k, v in options.items())
+    return Task(f"speculative swap-in batch={batch} steps={steps} top_k={top_k} hot={hot}"
+                f"{' record' if record else ''}{extra} ({why})", "hisparse_numba.warmup", "speculative",
+                {"batch": batch, "steps": steps, "top_k": top_k, "hot": hot, "record": record, **options},
+                seconds=45.0)
+
+
+def _single(why, simulator_only=False, **options):
+    label = ", ".join(f"{k}={v}" for k, v in options.items())
+    return Task(f"single-step swap-in {label} ({why})", "hisparse_numba.warmup", "single_step", options,
+                simulator_only=simulator_only)
+
+
+# What the lessons launch (tests/test_warmup_coverage.py fails, naming lesson and kernel, when a
+# lesson launches a specialisation no task here launches). The speculative swap-in compiles for
+# tens of seconds per configuration, so each is a task of its own.
+LESSON_TASKS = (
+    Task("gather (lessons 00, 10, 11)", "hisparse_numba.compile_check", "compile_gather"),
+    _single("lesson 00", num_top_k=3, hot_buffer_size=6, batch=1, replay=True),
+    _single("lessons 04, 06", record_plan=False),
+    _single("lessons 05, 06, 08, 13", replay=True),
+    _single("lessons 07, 13", strided_plan=True, replay=True),
+    _single("lesson 09", num_top_k=6, hot_buffer_size=12, batch=1),
+    _single("lesson 09 in the simulator", num_top_k=6, hot_buffer_size=12, batch=1, unchecked_hot=4,
+            simulator_only=True),
+    Task("planned copy, int64 destinations (lesson 05 in the simulator)", "hisparse_numba.warmup",
+         "planned_copy_int64_destinations", simulator_only=True),
+    Task("lesson 07's one-stride plan writer", "hisparse_numba.warmup", "lesson_kernels"),
+    _spec(2, 4, 16, 32, True, "lesson 01"),
+    _spec(2, 4, 16, 32, True, "lesson 01", strided=("miss_src", "miss_dst")),
+    _spec(2, 2, 8, 16, True, "lesson 03"),
+    _spec(3, 2, 8, 16, True, "lessons 03, 08"),
+    _spec(2, 2, 8, 16, False, "lesson 04"),
+    _spec(1, 5, 8, 16, False, "lesson 04", state_steps=4, strided=("scratch_state",)),
+    Task("kv-canary plan, write, verify (lessons 02, 12, 13)", "hisparse_numba.kv_canary.examples",
+         "compile_examples"),
+)
+# The compile examples of every family (the compile-only check and the tests use them), the
+# sanitizer workload, and the benchmark harness.
+TEST_TASKS = (
+    *(Task(f"single-step swap-in examples, {dt} indices{', recording the plan' if rec else ''}",
+           "hisparse_numba.warmup", "single_step",
+           {"index_dtype": dt, "record_plan": rec, "skip_io": (False, True), "replay": True})
+      for dt in ("int32", "int64") for rec in (True, False)),
+    *(_spec(2, 2, 16, 16, rec, "compile examples") for rec in (False, True)),
+    Task("speculative swap-in, sanitizer workload (source checkout)", "tests.hisparse.spec_workloads",
+         "sanitizer_workload", seconds=52.0),
+    Task("benchmark harness kernels", "hisparse_numba.warmup", "compile_harness"),
+)
+
+
+def tasks_for(which: str) -> tuple:
+    """The tasks of ``which`` (lessons, tests, all) in this world: on a GPU without the launches
+    only a lesson's simulator branch makes."""
+    tasks = {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,   # tests run the lessons too
+             "all": LESSON_TASKS + TEST_TASKS}[which]
+    return tuple(t for t in tasks if device.backend() != "cuda" or not t.simulator_only)
+
+
+# ----------------------------------------------------------------------------------- running
 
 
 def progress_bar(done: int, total: int, label: str, width: int = 24) -> str:
@@ -54,43 +264,272 @@ def progress_bar(done: int, total: int, label: str, width: int = 24) -> str:
     return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}"
 
 
-def warmup(which: str = "lessons", out=sys.stdout) -> int:
-    """Fill the kernel cache for ``which`` (lessons, tests, all); returns the number of steps."""
+def default_jobs(num_tasks: int) -> int:
+    return max(1, min(os.cpu_count() or 1, num_tasks))
+
+
+CACHE_LOCK_NAME = ".hisparse-numba-cache.lock"
+
+
+def lock_cache_saves() -> bool:
+    """Make every save into Numba's on-disk cache hold an exclusive file lock on the cache
+    directory, in this process. Returns False where that cannot be done (no ``fcntl``, or no
+    compiling backend), True once patched.
+
+    Numba saves an entry by reading the kernel's index, picking the first unused data-file number,
+    writing the index and then the data file. Two processes that save specialisations of one
+    kernel at the same moment read the same index: the later index write drops the other's entry,
+    and both may pick the same number, so that one entry can point at the other's compiled code.
+    Holding the lock from the index read to the data write makes the saves of the warmup's worker
+    processes happen one after the other (compiling still runs in parallel)."""
+    try:
+        import fcntl
+
+        from numba.cuda.core import caching
+    except ImportError:
+        return False
+    save = caching.IndexDataCacheFile.save
+    if getattr(save, "hisparse_locked", False):
+        return True
+
+    def locked_save(self, key, data):
+        os.makedirs(self._cache_path, exist_ok=True)
+        with open(os.path.join(self._cache_path, CACHE_LOCK_NAME), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                save(self, key, data)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    locked_save.hisparse_locked = True
+    caching.IndexDataCacheFile.save = locked_save
+    return True
+
+
+def _run_in_worker(task: Task) -> float:
+    lock_cache_saves()
+    return task.run()
+
+
+def _cache_line(info: dict) -> str:
+    return (f"{info['location']} ({info['entries']} entries, {info['bytes'] / 1e6:.1f} MB)"
+            + ("" if info["enabled"] else " DISABLED"))
+
+
+def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, tasks=None) -> int:
+    """Fill the kernel cache for ``which`` (lessons, tests, all; or the given ``tasks``) with
+    ``jobs`` worker processes (default: one per CPU core, at most one per task); returns the number
+    of tasks run, 0 under the simulator. A task that fails is reported and the others go on;
+    :class:`RuntimeError` at the end names the failed tasks."""
     if device.backend() != "cuda":
         print(f"nothing to compile: backend is {device.backend()!r} (the simulator runs kernels as "
               "Python; only a GPU compiles them)", file=out)
         return 0
-    info = device.kernel_cache_info()
-    print(f"kernel cache: {info['location']} ({info['entries']} entries, "
-          f"{info['bytes'] / 1e6:.1f} MB){'' if info['enabled'] else ' DISABLED'}", file=out)
-    steps = steps_for(which)
-    tty = getattr(out, "isatty", lambda: False)()
+    tasks = tasks_for(which) if tasks is None else tuple(tasks)
+    jobs = default_jobs(len(tasks)) if jobs is None else max(1, int(jobs))
+    print(f"kernel cache: {_cache_line(device.kernel_cache_info())}", file=out)
+    print(f"warmup --{which}: {len(tasks)} task{'s' if len(tasks) > 1 else ''}, {jobs} "
+          f"process{'es' if jobs > 1 else ''}",
+          file=out, flush=True)
     t_all = time.perf_counter()
-    for i, (label, module, name) in enumerate(steps):
-        print(progress_bar(i, len(steps), label + " ..."), end="\r" if tty else "\n", file=out,
-              flush=True)
-        t0 = time.perf_counter()
-        getattr(importlib.import_module(module), name)()
-        device.synchronize()
-        print(progress_bar(i + 1, len(steps), f"{label}: {time.perf_counter() - t0:.1f} s"),
+    failed = []
+
+    def finished(i, task, seconds, error=None):
+        status = f"FAILED: {error}" if error else f"{seconds:.1f} s"
+        print(progress_bar(i, len(tasks), f"{task.label}: {status} "
+                           f"(elapsed {time.perf_counter() - t_all:.0f} s)"), file=out, flush=True)
+
+    if jobs > 1 and not lock_cache_saves():
+        print("(no file locks here: compiling in this process only)", file=out)
+        jobs = 1
+    if jobs > 1:
+        import concurrent.futures as cf
+        import multiprocessing
+
+        # spawn, not fork: a forked child of a process that holds a CUDA context cannot use CUDA
+        with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            by_cost = sorted(tasks, key=lambda task: -task.seconds)   # no long task starts last
+            futures = {pool.submit(_run_in_worker, task): task for task in by_cost}
+            for i, future in enumerate(cf.as_completed(futures), 1):
+                task = futures[future]
+                try:
+                    finished(i, task, future.result())
+                except Exception as exc:
+                    failed.append(task.label)
+                    finished(i, task, 0.0, f"{type(exc).__name__}: {exc}")
+        t_serial = time.perf_counter()
+        for task in tasks:  # loads what is cached, compiles what a lost index entry dropped
+            if task.label not in failed:
+                task.run()
+        print(f"checked every task in this process: {time.perf_counter() - t_serial:.1f} s",
               file=out, flush=True)
+    else:
+        for i, task in enumerate(tasks, 1):
+            try:
+                finished(i, task, task.run())
+            except Exception as exc:
+                failed.append(task.label)
+                finished(i, task, 0.0, f"{type(exc).__name__}: {exc}")
     info = device.kernel_cache_info()
     print(f"warm: {info['entries']} cached specialisations, {info['bytes'] / 1e6:.1f} MB, in "
-          f"{time.perf_counter() - t_all:.1f} s", file=out)
-    return len(steps)
+          f"{time.perf_counter() - t_all:.1f} s", file=out, flush=True)
+    if failed:
+        raise RuntimeError(f"warmup failed for: {'; '.join(failed)}")
+    return len(tasks)
+
+
+# ------------------------------------------------------------------- what a launch compiles
+
+
+def _value_name(value, depth: int = 0) -> str:
+    """A compile-time value of a kernel (a closure cell) the same way in every process."""
+    func = getattr(value, "py_func", value)
+    if isinstance(func, types.FunctionType):
+        name = f"{func.__module__}.{func.__qualname__}"
+        cells = func.__closure__ or ()
+        if cells and depth < 8:
+            name += "(" + ", ".join(_value_name(c.cell_contents, depth + 1) for c in cells) + ")"
+        return name
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        import hashlib
+
+        import numpy as np
+
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:12]
+        return f"array({value.dtype}, {tuple(value.shape)}, {digest})"
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return repr(value)
+    return re.sub(r" at 0x[0-9a-f]+", "", f"{type(value).__qualname__}:{value!r}")
+
+
+def _arg_type(a) -> str:
+    """What decides ``a``'s Numba argument type (dtype, dimensions, layout; a scalar's type)."""
+    if isinstance(a, bool):
+        return "bool"
+    if isinstance(a, int):
+        return "int64"
+    if isinstance(a, float):
+        return "float64"
+    dtype = getattr(a, "dtype", None)
+    if dtype is None:
+        return type(a).__qualname__
+    ndim = getattr(a, "ndim", 0)
+    if ndim == 0:
+        return str(dtype)
+    flags = getattr(a, "flags", None)
+    if flags is None:
+        layout = "C"  # DeviceWords: contiguous words
+    else:
+        layout = "C" if flags["C_CONTIGUOUS"] else "F" if flags["F_CONTIGUOUS"] else "A"
+    return f"{dtype}[{ndim}d,{layout}]"
+
+
+def specialisation(kernel, args) -> str:
+    """The compiled specialisation a launch of ``kernel`` with ``args`` uses, as a string: the
+    kernel's module and name, its compile-time values (the factory arguments it closes over, and
+    the device functions it calls), and its argument types."""
+    return f"{_value_name(kernel)} <- ({', '.join(_arg_type(a) for a in args)})"
+
+
+def _modules(value, depth: int = 0) -> set:
+    """The modules of the kernel or device function ``value`` and of every function it closes over."""
+    func = getattr(value, "py_func", value)
+    if not isinstance(func, types.FunctionType) or depth >= 8:
+        return set()
+    found = {func.__module__}
+    for cell in func.__closure__ or ():
+        found |= _modules(cell.cell_contents, depth + 1)
+    return found
+
+
+LEARNER_MARK = "(not hisparse-numba) "
+
+
+def is_package_kernel(kernel) -> bool:
+    """True when the kernel and every function it closes over come from hisparse-numba (not a
+    learner's kernel or device function written in a notebook, which no warmup can know)."""
+    return all(m.split(".")[0] == "hisparse_numba" for m in _modules(kernel))
+
+
+# Functions that turn a call's runtime sizes into a kernel's compile-time values differently on a
+# GPU (from the SM count) and in the simulator. The recorder notes their arguments too, so that a
+# simulator run proves that warmup meets the same sizes, hence the same GPU configurations.
+GEOMETRY_FUNCTIONS = (("hisparse_numba.hisparse.speculative.launch", "geometry"),)
+
+
+@contextlib.contextmanager
+def recording_launches(sink: set | None = None, log_path: str | None = None):
+    """Within the block, every :func:`device.launch` adds its :func:`specialisation` to ``sink``
+    (a new set unless given; yielded), prefixed with ``LEARNER_MARK`` when the kernel is not all
+    hisparse-numba's, and every call of a :data:`GEOMETRY_FUNCTIONS` function adds
+    ``module.function(args)``. With ``log_path``, each new entry is also appended to that file as
+    a line (so a process that is killed keeps what it recorded)."""
+    seen = set() if sink is None else sink
+
+    def note(key):
+        if key not in seen:
+            seen.add(key)
+            if log_path:
+                with open(log_path, "a") as f:
+                    f.write(key + "\n")
+
+    original = device.launch
+
+    def launch(kernel, grid, block, *args):
+        key = specialisation(kernel, args)
+        note(key if is_package_kernel(kernel) else LEARNER_MARK + key)
+        return original(kernel, grid, block, *args)
+
+    def noting(module, name, fn):
+        def geometry(*args):
+            note(f"{module}.{name}({', '.join(repr(int(a)) for a in args)})")
+            return fn(*args)
+        return geometry
+
+    wrapped = []
+    for module, name in GEOMETRY_FUNCTIONS:
+        mod = importlib.import_module(module)
+        wrapped.append((mod, name, getattr(mod, name)))
+        setattr(mod, name, noting(module, name, getattr(mod, name)))
+    # device.launch, and every package module that imported it by name (``from .device import
+    # launch``); a module imported inside the block binds the recording launch itself
+    for mod in _package_modules():
+        if getattr(mod, "launch", None) is original:
+            mod.launch = launch
+    try:
+        yield seen
+    finally:
+        for mod in _package_modules():
+            if getattr(mod, "launch", None) is launch:
+                mod.launch = original
+        for mod, name, fn in wrapped:
+            setattr(mod, name, fn)
+
+
+def _package_modules() -> list:
+    return [m for n, m in list(sys.modules.items())
+            if m is not None and (n == "hisparse_numba" or n.startswith("hisparse_numba."))]
 
 
 def add_arguments(parser) -> None:
     group = parser.add_mutually_exclusive_group()
-    for which in ("lessons", "tests", "all"):
-        group.add_argument(f"--{which}", dest="which", action="store_const", const=which,
-                           help=f"the kernels {which if which != 'all' else 'everything'} use"
-                           + (" (default)" if which == "lessons" else ""))
+    helps = {"lessons": "the kernels the lessons launch (default)",
+             "tests": "those and the kernels the tests, the sanitizer workload and bench launch",
+             "all": "the same as --tests"}
+    for which, text in helps.items():
+        group.add_argument(f"--{which}", dest="which", action="store_const", const=which, help=text)
     parser.set_defaults(which="lessons")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="worker processes that compile at once (default: one per CPU core, "
+                        "at most one per task; 1: compile in this process)")
 
 
 def run(args) -> int:
-    warmup(args.which)
+    try:
+        warmup(args.which, args.jobs)
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     return 0
 
 

@@ -3,9 +3,12 @@
 # repo root, with the wheels prepared by ../shared/tools/gpu-wheels carried in .whl/.
 #   scripts/gpu_check.sh doctor warmup tests lessons bench
 # Phases: warmup (compile every kernel specialisation into the on-disk kernel cache, so that
-# the later phases only load them), tests (the whole suite at sglang's sizes), tests-quick
-# (-m "not slow"), lessons, bench (swap-in, spec, canary, startup, graph), startup (bench
-# startup alone: cold and warm compile per family, the split of a public call).
+# the later phases only load them; $WARMUP_JOBS processes, default one per core), lessons-cold
+# (`make lessons` from a new empty cache: warmup --lessons, then the solved lessons),
+# warmup-coverage (the solved lessons launch nothing that warmup --lessons misses, with this GPU's
+# geometry), tests (the whole suite at sglang's sizes), tests-quick (-m "not slow"), lessons,
+# bench (swap-in, spec, canary, startup, graph), startup (bench startup alone: cold and warm
+# compile per family, the split of a public call).
 # (compute-sanitizer memcheck and racecheck run inside the tests: the tests marked `gpu`.)
 # The kernel cache lives in $NUMBA_CACHE_DIR (default ~/.cache/hisparse-numba/kernels).
 # Logs go to $OUT (or build/gpu) as one file per phase; the last lines of each are printed.
@@ -29,7 +32,15 @@ run() {  # run NAME CMD...: tee the log, remember failures
 for phase in "$@"; do
   case $phase in
     doctor)  run doctor python3 -m hisparse_numba doctor ;;
-    warmup)  run warmup python3 -m hisparse_numba.warmup --all ;;
+    warmup)  run warmup python3 -m hisparse_numba.warmup --all ${WARMUP_JOBS:+--jobs $WARMUP_JOBS} ;;
+    lessons-cold)  # what `make lessons` does, from an empty kernel cache (later phases keep using it)
+      export NUMBA_CACHE_DIR=$(mktemp -d /tmp/hisparse-cold-cache.XXXX)
+      t_cold=$SECONDS
+      run lessons-cold python3 -m hisparse_numba.warmup --lessons ${WARMUP_JOBS:+--jobs $WARMUP_JOBS}
+      run lessons-cold python3 -m hisparse_numba lessons run --solved --out "$OUT/lessons-solved"
+      echo "=== lessons-cold: warmup + solved lessons in $((SECONDS - t_cold)) s" | tee -a "$OUT/lessons-cold.txt" ;;
+    warmup-coverage)  # on this GPU, every specialisation the solved lessons launch is one warmup --lessons launches
+      run warmup-coverage python3 -m pytest -q -p no:cacheprovider tests/test_warmup_coverage.py ;;
     tests)   run tests python3 -m pytest -q -x -p no:cacheprovider --durations=15 tests ;;
     tests-quick) run tests python3 -m pytest -q -x -p no:cacheprovider -m "not slow" tests ;;
     lessons) run lessons python3 -m hisparse_numba lessons run --out "$OUT/lessons" ;;
