@@ -18,7 +18,8 @@ import functools
 
 import numpy as np
 
-from .device import backend, cuda, launch, xp
+from . import device
+from .device import backend, cuda, xp
 
 _INT64_MAX = (1 << 63) - 1
 
@@ -123,7 +124,7 @@ def start_check(kernel, grid, block, *args) -> ValueCheck:
     """
     if _BACKEND != "cuda":
         flags = _flag_init()
-        launch(kernel, grid, block, *args, flags)
+        device.launch(kernel, grid, block, *args, flags)
         return ValueCheck(flags, None)
     stream = _CUPY_CURRENT_STREAM()
     slot = _stream_flags.get(stream.ptr)
@@ -133,7 +134,7 @@ def start_check(kernel, grid, block, *args) -> ValueCheck:
     nbytes = FLAG_WORDS * 8
     runtime.memcpyAsync(slot.flags.data.ptr, slot.init.data.ptr, nbytes,
                         runtime.memcpyDeviceToDevice, stream.ptr)
-    launch(kernel, grid, block, *args, slot.flags)
+    device.launch(kernel, grid, block, *args, slot.flags)
     runtime.memcpyAsync(slot.pinned.ctypes.data, slot.flags.data.ptr, nbytes,
                         runtime.memcpyDeviceToHost, stream.ptr)
     slot.event.record(stream)

@@ -81,6 +81,20 @@ def call_latency_us(fn, iters: int = 20) -> float:
     return samples[len(samples) // 2]
 
 
+def call_host_us(fn, iters: int = 20) -> float:
+    """Median wall-clock microseconds until ``fn`` returns, from an idle device (what a call costs
+    the host: with the default checks that includes waiting for its value check, not its kernel)."""
+    samples = []
+    for _ in range(iters):
+        device.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e6)
+    device.synchronize()
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
 def h2d_pinned_gbps(nbytes: int = 1 << 30, iters: int = 10) -> float:
     """Pinned host-to-device ``cudaMemcpy`` bandwidth in GB/s (1e9 bytes per second)."""
     cp = device.xp

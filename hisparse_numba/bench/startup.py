@@ -107,7 +107,7 @@ def bare_launch_split(iters: int) -> dict:
     row["launch_us"] = median_us(lambda: device.launch(six_arrays, 4, 256, *args), 200)
     row["plain_launch_us"] = median_us(lambda: device.launch_plain(six_arrays, 4, 256, *args), 200)
     device.synchronize()
-    row["call_us"] = row["call_shapes_us"] = float("nan")
+    row["call_us"] = row["call_shapes_us"] = row["call_host_us"] = float("nan")
     row["kernel_us"] = float("nan")
     return row
 
@@ -134,6 +134,7 @@ def swap_in_split(batch: int, iters: int) -> dict:
     row["plain_launch_us"] = median_us(lambda: device.launch_plain(kernel, batch, w.block_size, *args), iters)
     device.synchronize()
     row["call_us"] = harness.call_latency_us(w.call, iters=iters)
+    row["call_host_us"] = harness.call_host_us(w.call, iters=iters)
     shapes_call = dict(full, checks="shapes")
     row["call_shapes_us"] = harness.call_latency_us(lambda: si.load_cache_to_device_buffer_mla(**shapes_call),
                                                     iters=iters)
@@ -184,6 +185,8 @@ def speculative_split(batch: int, iters: int) -> dict:
     device.synchronize()
     row["call_us"] = harness.call_latency_us(lambda: sp.load_cache_to_device_buffer_spec_mla(**kw),
                                              iters=iters)
+    row["call_host_us"] = harness.call_host_us(lambda: sp.load_cache_to_device_buffer_spec_mla(**kw),
+                                               iters=iters)
     row["call_shapes_us"] = harness.call_latency_us(
         lambda: sp.load_cache_to_device_buffer_spec_mla(**kw, checks="shapes"), iters=iters)
     row["kernel_us"] = harness.gpu_time_ms(lambda: sp.launch_unchecked(call), iters=iters) * 1e3
@@ -233,11 +236,12 @@ def run(args) -> int:
         row["call_x"] = row["call_us"] / row["kernel_us"]
     if split:
         harness.print_table(split, ["family", "batch", "checks_us", "shape_checks_us", "launch_us",
-                                    "plain_launch_us", "call_us", "call_shapes_us", "value_check_us",
+                                    "plain_launch_us", "call_us", "call_host_us", "call_shapes_us", "value_check_us",
                                     "kernel_us", "call_x"])
         print("checks_us: checks=\"full\" (host shape checks + the device value pass and its read-back); "
               "shape_checks_us: checks=\"shapes\" (host only); launch_us: marshalling + enqueue via device.launch "
               "(fast path); plain_launch_us: Numba's own launch path; call_us: synchronised public call; "
+              "call_host_us: the same call until it returns (its host cost, kernel not awaited); "
               "call_shapes_us: the same with checks=\"shapes\"; value_check_us: their difference (what the "
               "device value pass costs a call); kernel_us: GPU time (events); call_x: call_us / kernel_us", flush=True)
     for failure in device.fast_launch_failures:
