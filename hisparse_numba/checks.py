@@ -95,13 +95,28 @@ def check_inner_contiguous(name: str, a) -> None:
         fail(f"{name} rows must be contiguous (inner stride 1), got strides {tuple(a.strides)} bytes")
 
 
-def check_item_copy(item_size_bytes: int, *buffers) -> None:
-    """The vectorised item copy moves 16-byte chunks: item size and bases must be 16-aligned."""
+def check_item_copy(item_size_bytes: int, *buffers, names=("host_cache", "device_buffer")) -> None:
+    """The vectorised item copy moves 16-byte chunks: item size and bases must be 16-aligned. A
+    host pool must also be one a kernel can be given (:func:`check_kernel_readable`)."""
+    for name, buf in zip(names, buffers):
+        check_kernel_readable(name, buf)
     if int(item_size_bytes) <= 0 or int(item_size_bytes) % ALIGN_BYTES:
         fail(ALIGNMENT_MESSAGE)
     for buf in buffers:
         if data_address(buf) % ALIGN_BYTES:
             fail(ALIGNMENT_MESSAGE)
+
+
+def check_kernel_readable(name: str, a) -> None:
+    """A mapped host array (``device.host_cache_array``) must still describe itself to the GPU:
+    Numba's mapped arrays lose their device description in some views (another dtype, an added
+    axis, a slice), and a launch would then fail inside Numba instead of here."""
+    if isinstance(a, np.ndarray) and hasattr(type(a), "__cuda_array_interface__"):
+        try:
+            a.__cuda_array_interface__
+        except AttributeError:
+            fail(f"{name} is a view of a host_cache_array that cannot be passed to a kernel (a "
+                 "change of dtype or rank, or a slice); pass the host_cache_array itself")
 
 
 def check_item_buffer(name: str, buf, item_size_bytes: int, max_item: int) -> None:

@@ -178,8 +178,17 @@ def jit_kernel(fn=None, *, max_threads: int | None = None):
 
 def use_disk_cache(kernel) -> None:
     """Let ``kernel`` (a ``cuda.jit`` dispatcher) load and store compiled code on disk, once
-    (``kernel_cache`` explains the cache)."""
+    (``kernel_cache`` explains the cache). Saves take the cache directory's lock, so that
+    processes compiling at once (warmup's workers, two lessons) keep every entry."""
+    lock_cache_saves()
     kernel_cache.use_disk_cache(kernel, _CUDA_CACHE)
+
+
+def lock_cache_saves() -> bool:
+    """:func:`kernel_cache.lock_saves` on Numba's cache index file class."""
+    from numba.cuda.core.caching import IndexDataCacheFile
+
+    return kernel_cache.lock_saves(IndexDataCacheFile)
 
 
 # ---------------------------------------------------------------------------------------------

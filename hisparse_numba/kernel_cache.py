@@ -116,3 +116,39 @@ def use_disk_cache(kernel, cache_base) -> None:
             kernel._cache = _disk_cache_class(cache_base)(kernel.py_func)
         except Exception:  # no writable cache location: compile in memory as before
             pass
+
+
+CACHE_LOCK_NAME = ".hisparse-numba-cache.lock"
+
+
+def lock_saves(index_file_class) -> bool:
+    """Make every save into Numba's on-disk cache hold an exclusive file lock on the cache
+    directory, in this process (``index_file_class``: Numba's ``IndexDataCacheFile``, handed in by
+    ``device``). Returns False where that cannot be done (no ``fcntl``), True once patched.
+
+    Numba saves an entry by reading the kernel's index, picking the first unused data-file number,
+    writing the index and then the data file. Two processes that save specialisations of one
+    kernel at the same moment read the same index: the later index write drops the other's entry,
+    and both may pick the same number, so that one entry can point at the other's compiled code.
+    Holding the lock from the index read to the data write makes the saves of the warmup's worker
+    processes happen one after the other (compiling still runs in parallel)."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    save = index_file_class.save
+    if getattr(save, "hisparse_locked", False):
+        return True
+
+    def locked_save(self, key, data):
+        os.makedirs(self._cache_path, exist_ok=True)
+        with open(os.path.join(self._cache_path, CACHE_LOCK_NAME), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                save(self, key, data)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    locked_save.hisparse_locked = True
+    index_file_class.save = locked_save
+    return True

@@ -268,42 +268,9 @@ def default_jobs(num_tasks: int) -> int:
     return max(1, min(os.cpu_count() or 1, num_tasks))
 
 
-CACHE_LOCK_NAME = ".hisparse-numba-cache.lock"
-
-
 def lock_cache_saves() -> bool:
-    """Make every save into Numba's on-disk cache hold an exclusive file lock on the cache
-    directory, in this process. Returns False where that cannot be done (no ``fcntl``, or no
-    compiling backend), True once patched.
-
-    Numba saves an entry by reading the kernel's index, picking the first unused data-file number,
-    writing the index and then the data file. Two processes that save specialisations of one
-    kernel at the same moment read the same index: the later index write drops the other's entry,
-    and both may pick the same number, so that one entry can point at the other's compiled code.
-    Holding the lock from the index read to the data write makes the saves of the warmup's worker
-    processes happen one after the other (compiling still runs in parallel)."""
-    try:
-        import fcntl
-
-        from numba.cuda.core import caching
-    except ImportError:
-        return False
-    save = caching.IndexDataCacheFile.save
-    if getattr(save, "hisparse_locked", False):
-        return True
-
-    def locked_save(self, key, data):
-        os.makedirs(self._cache_path, exist_ok=True)
-        with open(os.path.join(self._cache_path, CACHE_LOCK_NAME), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                save(self, key, data)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    locked_save.hisparse_locked = True
-    caching.IndexDataCacheFile.save = locked_save
-    return True
+    """Saves into the kernel cache hold the cache directory's lock (``device.lock_cache_saves``)."""
+    return device.lock_cache_saves()
 
 
 def _run_in_worker(task: Task) -> float:

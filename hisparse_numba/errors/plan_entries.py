@@ -280,4 +280,12 @@ ENTRIES: list[Entry] = [
     _e("{name} shares memory with {other}; an array the call writes must not overlap another argument",
        "An output or state array aliases another argument: the kernel would read what it writes.",
        "Give each argument its own buffer.", "08"),
+    _e("{name} is a view of a host_cache_array that cannot be passed to a kernel (a change of dtype or rank, or a slice); pass the host_cache_array itself",
+       "Numba's mapped host arrays lose their device address in some views, so the launch would "
+       "fail inside Numba.", "Pass the whole device.host_cache_array (the kernels index items by "
+       "item_size_bytes; no view is needed).", "11"),
+    _e("warmup failed for: {tasks}",
+       "A warmup task raised while compiling (its error is in the progress lines above); the "
+       "other tasks' kernels are cached.", "Run that lesson or test alone to see the traceback; "
+       "hisparse-numba doctor checks the installation.", "00"),
 ]

@@ -293,7 +293,7 @@ MISUSE = [
      "must own"),
     ("fast-path position past seq_len", lambda p: _set(p, "top_k_tokens", (2, 0), 10**6), "fast path"),
     ("num_real_reqs > batch", lambda p: p.update(num_real_reqs=p["num_real_reqs"] + 5), r"num_real_reqs\[0\] = 8"),
-    ("host pool too small", lambda p: p.update(host_cache=p["host_cache"][:64]), "host_cache holds 64 bytes"),
+    ("host pool too small", lambda p: p.update(host_cache=p["host_cache"][:64]), "host_cache (holds 64 bytes|is a view)"),
     ("request row out of range", lambda p: _set(p, "req_pool_indices", 0, 99), r"req_pool_indices\[0\] = 99"),
 ]
 

@@ -328,6 +328,12 @@ OTHER_DTYPES = {np.int16: (np.int32,), np.int32: (np.int64, np.int16, np.float32
                 np.float32: (np.float64, np.int32), np.uint64: (np.int64,)}
 
 
+def _ops(v):
+    """NumPy for host arrays (a mapped host pool on a GPU: the result is pageable memory, which
+    the launchers must refuse), CuPy or the simulator's NumPy for device arrays."""
+    return np if isinstance(v, np.ndarray) else xp
+
+
 def array_mutations(path: str, a: np.ndarray, *, dtypes: tuple = (), optional: bool = False,
                     layout: bool = True, axes: bool = True, any_shape: bool = False,
                     names: tuple = ()) -> list[Mutation]:
@@ -364,11 +370,12 @@ def array_mutations(path: str, a: np.ndarray, *, dtypes: tuple = (), optional: b
     if axes and a.ndim >= 1:
         for ax in range(a.ndim):
             if a.shape[ax] > 0:
-                m(f"axis {ax} empty", lambda v, ax=ax: xp.take(v, xp.arange(0), axis=ax))
+                m(f"axis {ax} empty", lambda v, ax=ax: _ops(v).take(v, _ops(v).arange(0), axis=ax))
             if a.shape[ax] > 1:
-                m(f"axis {ax} one short", lambda v, ax=ax: xp.take(v, xp.arange(v.shape[ax] - 1), axis=ax))
-            m(f"axis {ax} one long", lambda v, ax=ax: xp.concatenate(
-                [v, xp.take(v, xp.arange(min(1, v.shape[ax])), axis=ax)], axis=ax)
+                m(f"axis {ax} one short",
+                  lambda v, ax=ax: _ops(v).take(v, _ops(v).arange(v.shape[ax] - 1), axis=ax))
+            m(f"axis {ax} one long", lambda v, ax=ax: _ops(v).concatenate(
+                [v, _ops(v).take(v, _ops(v).arange(min(1, v.shape[ax])), axis=ax)], axis=ax)
                 if v.shape[ax] else v)
     return out
 
