@@ -1,11 +1,11 @@
 """The speculative swap kernel: one launch resolves every occurrence and commits every request.
 
-``swap_kernel(T, H, reps, committer, record)`` builds the kernel for one compile-time
-configuration. Grid ``(batch, tiles [+ 1 committer])`` x ``tile`` threads (``tile <=
-MAX_THREADS``). ``T = steps * top_k`` and ``H`` are compile-time constants (the hash probes and
-CLOCK walks reduce modulo them); ``steps, top_k = top_k_tokens.shape[1:]`` and ``tile =
-blockDim.x`` are runtime values, so one compiled kernel serves every split of T and every tile
-(its shared arrays have the documented maxima, ``MAX_OCCURRENCES`` and ``MAX_THREADS`` entries). The stages (classify, count, number, duplicates, finish,
+``swap_kernel(reps, committer, record)`` builds the kernel for one compile-time configuration.
+Grid ``(batch, tiles [+ 1 committer])`` x ``tile`` threads (``tile <= MAX_THREADS``); the sizes
+of a call are runtime values read from its arrays: ``steps, top_k = top_k_tokens.shape[1:]``, ``T
+= steps * top_k``, ``H = cache_policy.shape[1]`` and ``tile = blockDim.x``, so one compiled kernel
+serves every size (its shared arrays have the documented maxima, ``MAX_OCCURRENCES`` and
+``MAX_THREADS`` entries). The stages (classify, count, number, duplicates, finish,
 copy) are in the package docstring (``__init__.py``). The commit follows ``reference.py`` step by
 step with the same names; docs/hisparse-speculative.md states the behaviour. Lessons 01, 03, 04 and
 08 launch it through ``launch.py``.
@@ -55,14 +55,10 @@ def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, 
 
 
 @functools.cache
-def swap_kernel(num_occurrences: int, hot_buffer_size: int, reps: int, committer: bool, record: bool):
-    """The swap kernel for one compile-time configuration: ``T = steps * top_k`` occurrences per
-    request and ``H`` hot slots (the hash probes and CLOCK walks reduce modulo T and H, which a
-    constant turns into masks and multiplies; with both as runtime values the kernel was several
-    times slower at batch 1 on the H200, notes/gpu-runs.md); each thread resolves ``reps`` consecutive occurrences; one committer tile per
-    request when ``committer``; the miss plan is written when ``record``. Steps and top_k
-    themselves are read from ``top_k_tokens``' shape."""
-    T, H = num_occurrences, hot_buffer_size
+def swap_kernel(reps: int, committer: bool, record: bool):
+    """The swap kernel for one compile-time configuration: each thread resolves ``reps``
+    consecutive occurrences; one committer tile per request when ``committer``; the miss plan is
+    written when ``record``."""
 
     @cuda.jit(device=True, inline=True)
     def commit_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
@@ -72,8 +68,8 @@ def swap_kernel(num_occurrences: int, hot_buffer_size: int, reps: int, committer
         """Commit of request ``b`` by one whole tile, once every tile of the request has arrived
         (mode, admission, victims, promotion, hash, direct overflow, counters)."""
         steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
-        t = T
-        hot = H
+        t = steps * top_k
+        hot = cache_policy.shape[1]
         tile = cuda.blockDim.x
         cbits, ebits = clock_bits_dev(hot)
         cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
@@ -335,8 +331,8 @@ def swap_kernel(num_occurrences: int, hot_buffer_size: int, reps: int, committer
         reset the request's workspace, commit. (At most 29 arguments: Python passes a longer call
         as ``*args``, which Numba cannot inline.)"""
         n = scratch_locs.shape[0]           # request slots: the counter banks' stride
-        t = T
-        hot = H
+        t = top_k_tokens.shape[1] * top_k_tokens.shape[2]
+        hot = cache_policy.shape[1]
         tile = cuda.blockDim.x
         tiles = -(-t // (tile * reps))
         index, compact = t, 4 * t           # metadata row offsets, as in commit_request_dev
@@ -379,8 +375,8 @@ def swap_kernel(num_occurrences: int, hot_buffer_size: int, reps: int, committer
         tid = cuda.threadIdx.x
         tile = cuda.blockDim.x
         steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
-        t = T
-        hot = H
+        t = steps * top_k
+        hot = cache_policy.shape[1]
         tiles = -(-t // (tile * reps))      # tiles per request
         if b >= num_real_reqs[0]:
             for r in range(reps):

@@ -108,7 +108,7 @@ def launch_unchecked(call: SpecCall) -> None:
         return
     t = call.steps * call.top_k
     tile, reps, tiles, committer = geometry(call.batch, t)
-    swap = swap_kernel(t, call.hot, reps, committer, call.record)
+    swap = swap_kernel(reps, committer, call.record)
     miss_src, miss_dst, miss_count = (call.miss_src, call.miss_dst, call.miss_count) if call.record \
         else placeholder_plan()
     state = call.state
