@@ -341,6 +341,13 @@ def settle(call, raise_flags, value_condition=None):
     return call._replace(pending=None, gate=None)    # (compile-only mode: nothing came back)
 
 
+def attach_check(call, check, settle_call, defer: bool):
+    """``call`` carrying its enqueued value ``check`` (its ``gate`` and ``pending`` fields): as it is
+    when ``defer`` (the launcher settles it after enqueuing the gated kernels), else settled now."""
+    call = call._replace(gate=check.gate, pending=check)
+    return call if defer else settle_call(call)
+
+
 def launch_then_settle(call, launch_unchecked, settle_call):
     """The public launchers' last step: enqueue ``call``'s gated kernels, then take the verdict of
     its value check (``settle_call(call)`` raises a rejection's ``ValueError``). If enqueuing fails,

@@ -21,9 +21,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (FlagTally, check_block_size, check_flag, check_int, check_item_buffer, check_item_copy,
-                      check_miss_plan, check_mode, check_no_overlap, claim_epoch, describe, fail,
-                      remember_host_checks, require_array, settle)
+from ..checks import (FlagTally, attach_check, check_block_size, check_flag, check_int,
+                      check_item_buffer, check_item_copy, check_miss_plan, check_mode,
+                      check_no_overlap, claim_epoch, describe, fail, remember_host_checks,
+                      require_array, settle)
 from ..device import cuda
 from ..value_flags import CHECK_CONDITIONS, flag_bad_dev, report_value_dev
 
@@ -239,10 +240,7 @@ def check_planned_copy(*, miss_src, miss_dst, miss_count, num_real_reqs, host_ca
         item_size_bytes=item_size_bytes, num_blocks=num_blocks, block_size=block_size,
         skip_io=skip_io)
     if full:
-        check = start_planned_copy_check(call)
-        call = call._replace(gate=check.gate, pending=check)
-        if not defer:
-            call = settle_planned_copy(call)
+        call = attach_check(call, start_planned_copy_check(call), settle_planned_copy, defer)
     return call
 
 

@@ -34,10 +34,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (FlagTally, agreed_rows, check_block_size, check_dtype, check_dtype_in, check_flag,
-                      check_inner_contiguous, check_int, check_item_buffer, check_item_copy,
-                      check_miss_plan, check_mode, check_ndim, check_no_overlap, claim_epoch, describe,
-                      fail, remember_host_checks, require_array, row_stride, settle)
+from ..checks import (FlagTally, agreed_rows, attach_check, check_block_size, check_dtype,
+                      check_dtype_in, check_flag, check_inner_contiguous, check_int,
+                      check_item_buffer, check_item_copy, check_miss_plan, check_mode, check_ndim,
+                      check_no_overlap, claim_epoch, describe, fail, remember_host_checks,
+                      require_array, row_stride, settle)
 from ..device import cuda
 from ..value_flags import CHECK_CONDITIONS, block_fill_dev, flag_bad_dev, report_value_dev
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
@@ -538,10 +539,7 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
         page_size=page_size, block_size=block_size, num_real_reqs=num_real_reqs,
         miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count, skip_io=skip_io)
     if full and call.batch:
-        check = start_swap_in_check(call)
-        call = call._replace(gate=check.gate, pending=check)
-        if not defer:
-            call = settle_swap_in(call)
+        call = attach_check(call, start_swap_in_check(call), settle_swap_in, defer)
     return call
 
 

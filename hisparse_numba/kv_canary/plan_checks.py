@@ -24,8 +24,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (CANARY_PREFIX, check_array, check_int, check_mode, check_no_overlap, describe, fail,
-                      raise_first, require_array, settle, remember_host_checks)
+from ..checks import (CANARY_PREFIX, attach_check, check_array, check_int, check_mode,
+                      check_no_overlap, describe, fail, raise_first, remember_host_checks,
+                      require_array, settle)
 from ..device import cuda
 from ..value_flags import flag_bad_dev
 from .plan_types import VerifyPlan, WritePlan
@@ -249,8 +250,7 @@ def check_plan_values(call: CanaryPlanCall, *, fn: str = "launch_canary_plan_ker
         raise_plan_flags(plan_value_verdict_reference(*_value_args(call)), call, fn)
         return call
     check = value_flags.start_check(plan_value_check_kernel, *_value_geometry(call.bs), *_value_args(call))
-    call = call._replace(gate=check.gate, pending=check)
-    return call if defer else settle(call, functools.partial(raise_plan_flags, fn=fn))
+    return attach_check(call, check, lambda c: settle(c, functools.partial(raise_plan_flags, fn=fn)), defer)
 
 
 def settle_canary_plan(call: CanaryPlanCall) -> CanaryPlanCall:

@@ -21,8 +21,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, describe, fail, raise_first,
-                      require_array, settle, remember_host_checks)
+from ..checks import (CANARY_PREFIX, attach_check, check_array, check_flag, check_mode, describe,
+                      fail, raise_first, remember_host_checks, require_array, settle)
 from ..device import cuda
 from ..value_flags import flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
@@ -142,8 +142,7 @@ def check_verify_values(call: CanaryVerifyCall, *, on_device: bool = True,
         return call
     geometry = _entries_geometry(int(call.plan.verify_slot_indices.shape[0]))
     check = value_flags.start_check(verify_value_check_kernel, *geometry, *_value_args(call))
-    call = call._replace(gate=check.gate, pending=check)
-    return call if defer else settle_canary_verify(call)
+    return attach_check(call, check, settle_canary_verify, defer)
 
 
 def settle_canary_verify(call: CanaryVerifyCall) -> CanaryVerifyCall:

@@ -31,8 +31,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, claim_epoch, describe, fail,
-                      raise_first, require_array, settle, remember_host_checks)
+from ..checks import (CANARY_PREFIX, attach_check, check_array, check_flag, check_mode,
+                      claim_epoch, describe, fail, raise_first, remember_host_checks,
+                      require_array, settle)
 from ..device import cuda, xp
 from ..value_flags import flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
@@ -221,8 +222,7 @@ def check_write_values(call: CanaryWriteCall, *, on_device: bool = True,
     marks, epoch = claim_epoch(args[-1], planes=2)
     rows = int(call.plan.write_seed_slot_indices.shape[0])
     check = value_flags.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch)
-    call = call._replace(gate=check.gate, pending=check)
-    return call if defer else settle_canary_write(call)
+    return attach_check(call, check, settle_canary_write, defer)
 
 
 def settle_canary_write(call: CanaryWriteCall) -> CanaryWriteCall:

@@ -13,8 +13,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import device
-from ...checks import (check_dtype, check_inner_contiguous, check_item_copy, check_miss_plan,
-                       check_ndim, fail, row_stride)
+from ...checks import (attach_check, check_dtype, check_inner_contiguous, check_item_copy,
+                       check_miss_plan, check_ndim, fail, row_stride)
 from ..spec_state import MAX_OCCURRENCES, check_state
 from ...checks import check_int, check_mode, remember_host_checks, require_array, settle
 from ...arguments import address
@@ -194,9 +194,7 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
         miss_count=miss_count, item_size_bytes=item_size_bytes, for_kernel=for_kernel)
     if checks == "full" and call.batch:   # device arrays are checked on the device, host arrays in NumPy
         if for_kernel or not isinstance(top_k_tokens, np.ndarray):
-            check = start_value_checks(call)
-            call = call._replace(gate=check.gate, pending=check)
-            return call if defer else settle_speculative(call)
+            return attach_check(call, start_value_checks(call), settle_speculative, defer)
         value_checks(call, on_device=False)
     return call
 
