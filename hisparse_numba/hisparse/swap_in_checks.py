@@ -3,25 +3,13 @@
 sglang's own checks come first, with its texts; then the checks it leaves out although breaking
 them corrupts memory or state silently (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``).
 Python types, shapes, dtypes and layouts are checked on the host. The values the kernel indexes
-with are checked on the device in one pass (:func:`start_swap_in_check`: one launch of
-:func:`swap_in_check_kernel`, one block per batch row, one 136-byte read-back that the launcher
-awaits after enqueuing its gated kernel), so validation costs
-no host copy of the tables and no memory that grows with ``seq_lens``;
-:func:`swap_in_flags_reference` is the same verdict in NumPy. Only a rejected call reads the
-offending row back, to say what is wrong with it. ``checks="shapes"`` skips the device pass.
+with are checked on the device in one pass (``swap_in_value_checks``: one launch, one block per
+batch row, one 136-byte read-back that the launcher awaits after enqueuing its gated kernel), so
+validation costs no host copy of the tables and no memory that grows with ``seq_lens``. Only a
+rejected call reads the offending row back, to say what is wrong with it (here).
+``checks="shapes"`` skips the device pass.
 
-The value conditions, per real batch row ``b`` (each flag's index is the row):
-
-* ``NUM_REAL``: ``num_real_reqs[0]`` outside ``[0, batch]``;
-* ``REQUEST``: ``req_pool_indices[b]`` outside the request rows, or equal to an earlier real row's;
-* ``SELECTION``: ``seq_lens[b] < 0``; a fast-path lane ``i < min(seq_len, K)`` selecting a position
-  ``>= seq_len``; a long-path lane outside ``[0, seq_len)``, or a long-path position selected twice;
-* ``SLOT_STATE`` (long path): ``lru_slots`` row not a permutation of ``0..H-1``, or a selected
-  position resident in two slots;
-* ``MISS_SOURCE`` (long path): a miss past ``host_cache_locs``' width, without host backup (``< 0``),
-  or past the host pool;
-* ``HOT_LOCATION``: a hot slot's device row (``device_buffer_locs[rid, :H]``) outside the device
-  pool, or shared with another hot slot of any real row (two misses into one row race).
+The value conditions are listed in ``swap_in_value_checks``.
 
 Lessons 05, 07, 08 and 09 each teach one of the shape checks.
 """
@@ -33,20 +21,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import device, value_flags
-from ..checks import (FlagTally, agreed_rows, attach_check, check_block_size, check_dtype,
+from .. import device
+from ..checks import (agreed_rows, attach_check, check_block_size, check_dtype,
                       check_dtype_in, check_flag, check_inner_contiguous, check_int,
                       check_item_buffer, check_item_copy, check_miss_plan, check_mode, check_ndim,
-                      check_no_overlap, claim_epoch, describe, fail, remember_host_checks,
+                      check_no_overlap, describe, fail, remember_host_checks,
                       require_array, row_stride, settle)
-from ..device import cuda
-from ..value_flags import CHECK_CONDITIONS, block_fill_dev, flag_bad_dev, report_value_dev
-from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
+from .swap_in_value_checks import (CHECK_BLOCK, HOT_LOCATION, MISS_SOURCE, NUM_REAL,  # noqa: F401
+                                   NUM_REAL_VALUE, REQUEST, SELECTION, SLOT_STATE,
+                                   start_swap_in_check, swap_in_check_kernel,
+                                   swap_in_flags_reference)
 
 MAX_SLOTS = 32767  # slot ids and lanes are int16
-NUM_REAL, REQUEST, SELECTION, SLOT_STATE, MISS_SOURCE, HOT_LOCATION = range(6)
-NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
-CHECK_BLOCK = 32 if device.SIMULATOR else 1024  # a row's phases are latency-bound: more threads, fewer steps
 
 
 class SwapInCall(NamedTuple):
@@ -82,215 +68,6 @@ class SwapInCall(NamedTuple):
     miss_count: object = None
     gate: object = None        # the value check's flags (value_flags.start_check); None: always open
     pending: object = None     # that check's value_flags.ValueCheck until settle_swap_in takes its verdict
-
-
-# ---------------------------------------------------------------------------------------------
-# The value check: NumPy reference first, then the kernel.
-
-def swap_in_flags_reference(call: SwapInCall) -> list:
-    """The verdict of :func:`swap_in_check_kernel` on a call of NumPy arrays: ``[(count, first
-    row), ...]`` per condition, as ``value_flags.check_flags`` returns it. Rows whose request row or
-    ``seq_len`` is invalid are not checked further; long rows with a bad selection or slot state
-    are not checked for misses (as in the kernel). The first row of ``HOT_LOCATION`` may differ
-    on the device when the flag is for a shared device row (whichever claim came second)."""
-    K, H = call.num_top_k, call.hot_buffer_size
-    tokens, tags = np.asarray(call.top_k_tokens), np.asarray(call.device_buffer_tokens)
-    all_locs, lru_rows = np.asarray(call.device_buffer_locs), np.asarray(call.lru_slots)
-    host_locs = np.asarray(call.host_cache_locs)
-    rids, lens = np.asarray(call.req_pool_indices), np.asarray(call.seq_lens)
-    host_items = call.host_cache.nbytes // call.item_size_bytes
-    device_items = call.device_buffer.nbytes // call.item_size_bytes
-    requests, max_seq = tags.shape[0], host_locs.shape[1]
-    tally = FlagTally()
-    flag, count, first = tally.flag, tally.count, tally.first
-
-    num_real = call.num_real if call.num_real is not None else int(np.asarray(call.num_real_reqs)[0])
-    count[NUM_REAL_VALUE], first[NUM_REAL_VALUE] = 1, num_real
-    if not 0 <= num_real <= call.batch:
-        flag(NUM_REAL, 0)
-    claimed = []
-    for b in range(min(max(num_real, 0), call.batch)):
-        rid, seq_len = int(rids[b]), int(lens[b])
-        valid_rid = 0 <= rid < requests
-        flag(REQUEST, b, not valid_rid or rid in rids[:b].tolist())
-        flag(SELECTION, b, seq_len < 0)
-        if not valid_rid or seq_len < 0:
-            continue
-        locs = all_locs[rid, :H].astype(np.int64)
-        outside = (locs < 0) | (locs >= device_items)
-        flag(HOT_LOCATION, b, outside.sum())
-        claimed.append(locs[~outside])
-        t = tokens[b].astype(np.int64)
-        if seq_len <= H:
-            flag(SELECTION, b, (t[:min(seq_len, K)] >= seq_len).sum())
-            continue
-        newest = seq_len - 1
-        bad_lane = (t < 0) | (t >= seq_len)
-        repeats = (~bad_lane).sum() - np.unique(t[~bad_lane]).size
-        flag(SELECTION, b, bad_lane.sum() + repeats)
-        lru = lru_rows[rid, :H].astype(np.int64)
-        not_slot = (lru < 0) | (lru >= H)
-        slot_repeats = (~not_slot).sum() - np.unique(lru[~not_slot]).size
-        flag(SLOT_STATE, b, not_slot.sum() + slot_repeats)
-        if bad_lane.any() or repeats or not_slot.any() or slot_repeats:
-            continue
-        row_tags = tags[rid, :H].astype(np.int64)
-        selected = row_tags[(row_tags >= 0) & (row_tags != newest) & np.isin(row_tags, t)]
-        resident_twice = selected.size - np.unique(selected).size
-        flag(SLOT_STATE, b, resident_twice)
-        if resident_twice:
-            continue
-        missed = t[(t != newest) & ~np.isin(t, row_tags)]
-        far = missed >= max_seq
-        src = host_locs[rid, missed[~far]]
-        flag(MISS_SOURCE, b, far.sum() + ((src < 0) | (src >= host_items)).sum())
-    if claimed:
-        locs = np.concatenate(claimed)
-        _, where, seen = np.unique(locs, return_index=True, return_counts=True)
-        if (seen > 1).any():
-            rows = np.repeat(np.arange(len(claimed)), [c.size for c in claimed])
-            flag(HOT_LOCATION, int(rows[np.setdiff1d(np.arange(locs.size), where)].min()),
-                 locs.size - where.size)
-    return tally.verdict()
-
-
-@cuda.jit(device=True, inline=True)
-def reject_row_dev(flags, condition, row, s_row):
-    """Flag ``condition`` for batch row ``row`` and mark the row rejected (``s_row[0] = 1``), so
-    that the row's later checks, which assume the earlier ones passed, are skipped."""
-    flag_bad_dev(flags, condition, row)
-    s_row[0] = 1
-
-
-@functools.cache
-def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
-    """The one-pass value check for one (K, H): grid = batch rows, ``CHECK_BLOCK`` threads each.
-
-    Shared memory per block: the ``2K``-entry position hash of the swap-in kernel, ``K`` int32
-    hit counters and an ``H``-bit set of the LRU row's slots (44 KiB at K=2048, H=32767).
-    """
-    K, H, BS = num_top_k, hot_buffer_size, CHECK_BLOCK
-    HASH_SIZE = 2 * K
-    SLOT_WORDS = (H + 31) // 32
-
-    @cuda.jit
-    def kernel(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-               req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
-               claims, epoch, flags):
-        s_hash = cuda.shared.array(HASH_SIZE, np.int64)
-        s_hits = cuda.shared.array(K, np.int32)          # slots holding each lane's position
-        s_slots = cuda.shared.array(SLOT_WORDS, np.uint32)
-        s_row = cuda.shared.array(2, np.int32)           # [0]: row is broken, [1]: newest lanes
-        b = cuda.blockIdx.x
-        tid = cuda.threadIdx.x
-        num_real = num_real_reqs[0]
-        if b == 0 and tid == 0:
-            report_value_dev(flags, NUM_REAL_VALUE, num_real)
-            if num_real < 0 or num_real > top_k_tokens.shape[0]:
-                flag_bad_dev(flags, NUM_REAL, 0)
-        if b >= num_real:
-            return
-        rid = req_pool_indices[b]
-        seq_len = seq_lens[b]
-        if tid == 0:
-            if rid < 0 or rid >= device_buffer_tokens.shape[0]:
-                flag_bad_dev(flags, REQUEST, b)
-            if seq_len < 0:
-                flag_bad_dev(flags, SELECTION, b)
-        if rid < 0 or rid >= device_buffer_tokens.shape[0] or seq_len < 0:
-            return
-        e = tid
-        while e < b:                                      # an earlier real row with this request
-            if req_pool_indices[e] == rid:
-                flag_bad_dev(flags, REQUEST, b)
-            e += BS
-
-        p = tid
-        while p < H:
-            loc = device_buffer_locs[rid, p]
-            if loc < 0 or loc >= device_items:
-                flag_bad_dev(flags, HOT_LOCATION, b)
-            elif cuda.atomic.exch(claims, loc, epoch) == epoch:
-                flag_bad_dev(flags, HOT_LOCATION, b)
-            p += BS
-
-        if seq_len <= H:                                  # fast path: lanes below min(seq_len, K)
-            i = tid
-            while i < min(seq_len, K):
-                if top_k_tokens[b, i] >= seq_len:
-                    flag_bad_dev(flags, SELECTION, b)
-                i += BS
-            return
-
-        newest = seq_len - 1
-        block_fill_dev(s_hash, HASH_SIZE, HASH_EMPTY, tid, BS)
-        block_fill_dev(s_hits, K, 0, tid, BS)
-        block_fill_dev(s_slots, SLOT_WORDS, 0, tid, BS)
-        if tid < 2:
-            s_row[tid] = 0
-        cuda.syncthreads()
-        i = tid
-        while i < K:
-            t = top_k_tokens[b, i]
-            if t < 0 or t >= seq_len:
-                reject_row_dev(flags, SELECTION, b, s_row)
-            elif t == newest:
-                if cuda.atomic.add(s_row, 1, 1) > 0:
-                    reject_row_dev(flags, SELECTION, b, s_row)
-            elif not hash_insert_dev(s_hash, HASH_SIZE, t, i):
-                reject_row_dev(flags, SELECTION, b, s_row)
-            i += BS
-        p = tid
-        while p < H:
-            slot = lru_slots[rid, p]
-            if slot < 0 or slot >= H:
-                reject_row_dev(flags, SLOT_STATE, b, s_row)
-            else:
-                bit = np.uint32(1) << np.uint32(slot % 32)
-                if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
-                    reject_row_dev(flags, SLOT_STATE, b, s_row)
-            p += BS
-        cuda.syncthreads()
-        if s_row[0]:
-            return
-
-        p = tid
-        while p < H:                                      # each selected position in one slot
-            tag = device_buffer_tokens[rid, p]
-            if tag >= 0 and tag != newest:
-                lane = hash_find_dev(s_hash, HASH_SIZE, tag)
-                if lane >= 0 and cuda.atomic.add(s_hits, lane, 1) > 0:
-                    reject_row_dev(flags, SLOT_STATE, b, s_row)
-            p += BS
-        cuda.syncthreads()
-        if s_row[0]:
-            return
-
-        i = tid
-        while i < K:                                      # misses need a host row in the pool
-            t = top_k_tokens[b, i]
-            if t != newest and s_hits[i] == 0:
-                if t >= host_cache_locs.shape[1]:
-                    flag_bad_dev(flags, MISS_SOURCE, b)
-                else:
-                    src = host_cache_locs[rid, t]
-                    if src < 0 or src >= host_items:
-                        flag_bad_dev(flags, MISS_SOURCE, b)
-            i += BS
-
-    return kernel
-
-
-def start_swap_in_check(call: SwapInCall) -> value_flags.ValueCheck:
-    """Enqueue :func:`swap_in_check_kernel` on ``call`` (``value_flags.start_check``)."""
-    item = call.item_size_bytes
-    device_items = call.device_buffer.nbytes // item
-    claims, epoch = claim_epoch(device_items)
-    return value_flags.start_check(
-        swap_in_check_kernel(call.num_top_k, call.hot_buffer_size), call.batch, CHECK_BLOCK,
-        call.top_k_tokens, call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
-        call.req_pool_indices, call.seq_lens, call.lru_slots, call.num_real_reqs,
-        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, np.int32(epoch))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Coherent loads between the blocks of one launch, the ordered scratch-table insert and find (the
 device side of ``reference.table_insert_reference``), the per-occurrence classification (the device
 side of ``reference.classify_reference``), the private claim set, and the flags tiles publish and
-wait for. Lessons 01, 03, 04 and 08 run the kernel they make up.
+wait for, and the commit's victim helpers. Lessons 01, 03, 04 and 08 run the kernel they make up.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...device import cuda
-from ..spec_hash import hash_lookup_dev, knuth_hash_dev
+from ..spec_hash import KNUTH, MASK32, hash_lookup_dev, knuth_hash_dev
+from ..spec_state import ADMIT_BIT
 
 LANES = 32
 MAX_THREADS = 1024              # threads per tile at most: the size of the kernel's scan array
@@ -139,3 +140,26 @@ def wait_for_tiles_dev(flags, b, stage, num_tiles, tid, num_threads):
     cuda.threadfence()
     cuda.syncthreads()
     return total
+
+
+@cuda.jit(device=True, inline=True)
+def fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now):
+    """Miss ``u``'s fallback: the first slot not stamped E in Knuth-hash order from
+    ``cursor + u * KNUTH`` (mod 2^32, mod H), stamped E; -1 if none (reference:
+    ``fallback_victim_reference``)."""
+    start = ((cursor + u * KNUTH) & MASK32) % hot
+    for a in range(hot):
+        slot = ((start + a * KNUTH) & MASK32) % hot
+        if cache_policy[row, slot] != e_now:
+            cache_policy[row, slot] = e_now
+            return slot
+    return -1
+
+
+@cuda.jit(device=True, inline=True)
+def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+    if u >= cap:
+        return True
+    if scratch_locs[rid, u] < 0:
+        return False
+    return union_mode or (scratch_state[row, compact + u] & ADMIT_BIT) != 0

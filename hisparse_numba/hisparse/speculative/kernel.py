@@ -21,37 +21,15 @@ from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda, jit_kernel
 from ...value_flags import gate_closed_dev
 from ...itemcopy import copy_item_dev, copy_items_flat_dev
-from ..spec_hash import KNUTH, MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
+from ..spec_hash import MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
                           COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, MAX_OCCURRENCES,
                           UNRESOLVED, approximate_candidate_dev, clock_bits_dev, next_epoch_dev,
                           next_sigma_dev, pack_clock_dev, pack_generation_dev)
 from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE,
-                         NUMBERED, PROPOSED, TAIL, claim_token_dev, classify_dev, load_coherent_dev,
-                         publish_dev, table_find_dev, table_insert_dev, wait_for_tiles_dev)
-
-
-@cuda.jit(device=True, inline=True)
-def fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now):
-    """Miss ``u``'s fallback: the first slot not stamped E in Knuth-hash order from
-    ``cursor + u * KNUTH`` (mod 2^32, mod H), stamped E; -1 if none (reference:
-    ``fallback_victim_reference``)."""
-    start = ((cursor + u * KNUTH) & MASK32) % hot
-    for a in range(hot):
-        slot = ((start + a * KNUTH) & MASK32) % hot
-        if cache_policy[row, slot] != e_now:
-            cache_policy[row, slot] = e_now
-            return slot
-    return -1
-
-
-@cuda.jit(device=True, inline=True)
-def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-    if u >= cap:
-        return True
-    if scratch_locs[rid, u] < 0:
-        return False
-    return union_mode or (scratch_state[row, compact + u] & ADMIT_BIT) != 0
+                         NUMBERED, PROPOSED, TAIL, claim_token_dev, classify_dev,
+                         fallback_victim_dev, load_coherent_dev, needs_victim_dev, publish_dev,
+                         table_find_dev, table_insert_dev, wait_for_tiles_dev)
 
 
 @functools.cache
