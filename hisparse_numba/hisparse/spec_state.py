@@ -5,7 +5,7 @@ docs/hisparse-speculative.md ("State", "Hash banks") states what it reproduces; 
 InitializeCall``, then ``launch_unchecked(call)``.
 
 ``HiSparseSpecState`` keeps sglang's four tensors and their layout, so that every index here maps
-1:1 to sglang's ``hisparse_spec.cuh``. With ``n`` request slots, hot size ``H``, ``T = steps * top_k``
+1:1 to sglang's (docs/hisparse-speculative.md, "State"). With ``n`` request slots, hot size ``H``, ``T = steps * top_k``
 occurrences per request and a power-of-two ``hash_size``:
 
 ``cache_index`` ``[n, 2, hash_size]`` int64
