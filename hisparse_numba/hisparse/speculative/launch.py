@@ -113,6 +113,13 @@ def launch_unchecked(call: SpecCall) -> None:
         else placeholder_plan()
     state = call.state
     work = workspace(call.batch, t)
+    if device.SIMULATOR:
+        # Under the simulator, about one mutation-sweep run in three found tickets left in the
+        # shared workspace by an earlier launch (a ticket past the tile count, then an index error
+        # or a wrong numbering). The cause is not found yet (session 8's closing note); until it
+        # is, each simulated launch starts from a cleared workspace. GPU launches rely on the
+        # finisher's reset, as documented in Workspace.
+        clear_workspace(work)
     try:
         device.launch(swap, (call.batch, tiles + committer), tile, call.top_k_tokens,
                       call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
