@@ -116,9 +116,9 @@ def launch_unchecked(call: SpecCall) -> None:
     if device.SIMULATOR:
         # Under the simulator, about one mutation-sweep run in three found tickets left in the
         # shared workspace by an earlier launch (a ticket past the tile count, then an index error
-        # or a wrong numbering). The cause is not found yet (session 8's closing note); until it
-        # is, each simulated launch starts from a cleared workspace. GPU launches rely on the
-        # finisher's reset, as documented in Workspace.
+        # or a wrong numbering). The cause is not found yet; until it is, each simulated launch
+        # starts from a cleared workspace. GPU launches rely on the finisher's reset, as
+        # documented in Workspace.
         clear_workspace(work)
     try:
         device.launch(swap, (call.batch, tiles + committer), tile, call.top_k_tokens,
