@@ -98,13 +98,13 @@ def check_inner_contiguous(name: str, a) -> None:
 def check_item_copy(item_size_bytes: int, *buffers, names=("host_cache", "device_buffer")) -> None:
     """The vectorised item copy moves 16-byte chunks: item size and bases must be 16-aligned. A
     host pool must also be one a kernel can be given (:func:`check_kernel_readable`)."""
-    for name, buf in zip(names, buffers):
-        check_kernel_readable(name, buf)
     if int(item_size_bytes) <= 0 or int(item_size_bytes) % ALIGN_BYTES:
         fail(ALIGNMENT_MESSAGE)
     for buf in buffers:
         if data_address(buf) % ALIGN_BYTES:
             fail(ALIGNMENT_MESSAGE)
+    for name, buf in zip(names, buffers):
+        check_kernel_readable(name, buf)
 
 
 def check_kernel_readable(name: str, a) -> None:

@@ -73,7 +73,7 @@ def strided_copy(a, columns: int | None = None):
 
 
 def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool = True, *,
-                batch: int = 3, index_dtype: str = "int32", skip_io=(False,),
+                batch: int = 3, block_size: int = 32, index_dtype: str = "int32", skip_io=(False,),
                 strided_plan: bool = False, replay: bool = False,
                 unchecked_hot: int | None = None) -> None:
     """The single-step swap-in of one (K, H, plan) configuration, for each ``skip_io``; with
@@ -92,7 +92,7 @@ def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool
     for skip in skip_io:
         p = make_swap_in_problem(rng, batch=batch, num_top_k=num_top_k, hot_buffer_size=hot_buffer_size,
                                  record_plan=record_plan, index_dtype=np.dtype(index_dtype).type,
-                                 num_real=max(batch - 1, 1), block_size=32)
+                                 num_real=max(batch - 1, 1), block_size=block_size)
         p["skip_io"] = skip
         d = to_device_problem(p)
         if strided_plan:
@@ -247,11 +247,38 @@ TEST_TASKS = (
 )
 
 
+def bench_spec_tasks(batches, variants) -> tuple:
+    """The configurations ``bench spec`` launches for ``batches`` and ``variants``: one speculative
+    task per (occurrences per thread, committer tile, record) key its batches reach on this GPU
+    (``speculative.launch.geometry``), at the first batch with that key and the benchmark's sizes
+    (small items: the item size is not compiled in), and the single-step kernels of ``lru_1_full``."""
+    from .bench import spec as bench
+    from .hisparse.speculative.launch import geometry
+
+    records = {True} | ({False} if {"spec_4_full", "spec_1_full_3_shared"} & set(variants) else set())
+    tasks, seen = [], set()
+    for batch in batches:
+        _, reps, _, committer = geometry(batch, bench.NUM_STEPS * bench.TOP_K)
+        for record in sorted(records, reverse=True):
+            if (reps, committer, record) not in seen:
+                seen.add((reps, committer, record))
+                tasks.append(_spec(batch, bench.NUM_STEPS, bench.TOP_K, bench.HOT, record,
+                                   "bench spec", tail=bench.PAGE))
+    if "lru_1_full" in variants:
+        tasks.append(_single("bench spec", num_top_k=bench.TOP_K, hot_buffer_size=bench.HOT,
+                             record_plan=False, batch=1, block_size=1024))
+    return tuple(tasks)
+
+
 def tasks_for(which: str) -> tuple:
-    """The tasks of ``which`` (lessons, tests, all) in this world: on a GPU without the launches
-    only a lesson's simulator branch makes."""
-    tasks = {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,   # tests run the lessons too
-             "all": LESSON_TASKS + TEST_TASKS}[which]
+    """The tasks of ``which`` (lessons; tests; all: tests and bench spec) in this world: on a GPU
+    without the launches only a lesson's simulator branch makes."""
+    tasks = {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS}.get(which)  # tests run the lessons
+    if which == "all":
+        from .bench import spec
+
+        defaults = spec.default_arguments()
+        tasks = LESSON_TASKS + TEST_TASKS + bench_spec_tasks(defaults.batches, defaults.variants)
     return tuple(t for t in tasks if device.backend() != "cuda" or not t.simulator_only)
 
 
@@ -283,7 +310,8 @@ def _cache_line(info: dict) -> str:
 
 
 def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, tasks=None) -> int:
-    """Fill the kernel cache for ``which`` (lessons, tests, all; or the given ``tasks``) with
+    """Fill the kernel cache for ``which`` (lessons, tests, all; or the given ``tasks``, which
+    names for the progress line) with
     ``jobs`` worker processes (default: one per CPU core, at most one per task); returns the number
     of tasks run, 0 under the simulator. A task that fails is reported and the others go on;
     :class:`RuntimeError` at the end names the failed tasks."""
@@ -291,10 +319,11 @@ def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, task
         print(f"nothing to compile: backend is {device.backend()!r} (the simulator runs kernels as "
               "Python; only a GPU compiles them)", file=out)
         return 0
-    tasks = tasks_for(which) if tasks is None else tuple(tasks)
+    given = tasks is not None
+    tasks = tuple(tasks) if given else tasks_for(which)
     jobs = default_jobs(len(tasks)) if jobs is None else max(1, int(jobs))
     print(f"kernel cache: {_cache_line(device.kernel_cache_info())}", file=out)
-    print(f"warmup --{which}: {len(tasks)} task{'s' if len(tasks) > 1 else ''}, {jobs} "
+    print(f"warmup {which if given else '--' + which}: {len(tasks)} task{'s' if len(tasks) > 1 else ''}, {jobs} "
           f"process{'es' if jobs > 1 else ''}",
           file=out, flush=True)
     t_all = time.perf_counter()
@@ -348,7 +377,7 @@ def add_arguments(parser) -> None:
     group = parser.add_mutually_exclusive_group()
     helps = {"lessons": "the kernels the lessons launch (default)",
              "tests": "those and the kernels the tests, the sanitizer workload and bench launch",
-             "all": "the same as --tests"}
+             "all": "those and what bench spec launches (its speculative configurations)"}
     for which, text in helps.items():
         group.add_argument(f"--{which}", dest="which", action="store_const", const=which, help=text)
     parser.set_defaults(which="lessons")

@@ -245,6 +245,9 @@ def check_state(state, *, num_occurrences=None) -> tuple:
              f"and one miss-metadata row per request), got shape {tuple(ss.shape)}")
     if row_stride(ss) % 2:
         fail(f"state.scratch_state row stride must be even (64-bit aligned metadata), got {row_stride(ss)} elements")
+    if device.data_address(ss) % 8:
+        fail(f"state.scratch_state must start on an 8-byte boundary (its metadata is read as int64 "
+             f"words), got a view starting {device.data_address(ss) % 8} bytes past one")
     for name, a in (("cache_index", ci), ("cache_policy", cp), ("scratch_locs", sl),
                     ("scratch_state", ss)):
         check_inner_contiguous(f"state.{name}", a)

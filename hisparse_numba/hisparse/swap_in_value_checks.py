@@ -111,11 +111,13 @@ def swap_in_flags_reference(call: SwapInCall) -> list:
 
 
 @cuda.jit(device=True, inline=True)
-def reject_row_dev(flags, condition, row, s_row):
-    """Flag ``condition`` for batch row ``row`` and mark the row rejected (``s_row[0] = 1``), so
-    that the row's later checks, which assume the earlier ones passed, are skipped."""
+def reject_row_dev(flags, condition, row, s_row, phase):
+    """Flag ``condition`` for batch row ``row`` and mark the row rejected in ``phase``'s word
+    (``s_row[phase] = 1``), so that the row's later checks, which assume the earlier ones passed,
+    are skipped. Each phase has its own word: a thread that has left a barrier may reject in the
+    next phase while another still reads the word of the previous one."""
     flag_bad_dev(flags, condition, row)
-    s_row[0] = 1
+    s_row[phase] = 1
 
 
 @functools.cache
@@ -136,7 +138,7 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
         s_hash = cuda.shared.array(HASH_SIZE, np.int64)
         s_hits = cuda.shared.array(K, np.int32)          # slots holding each lane's position
         s_slots = cuda.shared.array(SLOT_WORDS, np.uint32)
-        s_row = cuda.shared.array(2, np.int32)           # [0]: row is broken, [1]: newest lanes
+        s_row = cuda.shared.array(3, np.int32)   # [0], [2]: broken in phase 1 / 2; [1]: newest lanes
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         num_real = num_real_reqs[0]
@@ -182,29 +184,29 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
         block_fill_dev(s_hash, HASH_SIZE, HASH_EMPTY, tid, BS)
         block_fill_dev(s_hits, K, 0, tid, BS)
         block_fill_dev(s_slots, SLOT_WORDS, 0, tid, BS)
-        if tid < 2:
+        if tid < 3:
             s_row[tid] = 0
         cuda.syncthreads()
         i = tid
         while i < K:
             t = top_k_tokens[b, i]
             if t < 0 or t >= seq_len:
-                reject_row_dev(flags, SELECTION, b, s_row)
+                reject_row_dev(flags, SELECTION, b, s_row, 0)
             elif t == newest:
                 if cuda.atomic.add(s_row, 1, 1) > 0:
-                    reject_row_dev(flags, SELECTION, b, s_row)
+                    reject_row_dev(flags, SELECTION, b, s_row, 0)
             elif not hash_insert_dev(s_hash, HASH_SIZE, t, i):
-                reject_row_dev(flags, SELECTION, b, s_row)
+                reject_row_dev(flags, SELECTION, b, s_row, 0)
             i += BS
         p = tid
         while p < H:
             slot = lru_slots[rid, p]
             if slot < 0 or slot >= H:
-                reject_row_dev(flags, SLOT_STATE, b, s_row)
+                reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
             else:
                 bit = np.uint32(1) << np.uint32(slot % 32)
                 if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
-                    reject_row_dev(flags, SLOT_STATE, b, s_row)
+                    reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
             p += BS
         cuda.syncthreads()
         if s_row[0]:
@@ -216,10 +218,10 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
             if tag >= 0 and tag != newest:
                 lane = hash_find_dev(s_hash, HASH_SIZE, tag)
                 if lane >= 0 and cuda.atomic.add(s_hits, lane, 1) > 0:
-                    reject_row_dev(flags, SLOT_STATE, b, s_row)
+                    reject_row_dev(flags, SLOT_STATE, b, s_row, 2)
             p += BS
         cuda.syncthreads()
-        if s_row[0]:
+        if s_row[2]:
             return
 
         i = tid
