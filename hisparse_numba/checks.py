@@ -275,6 +275,11 @@ def check_no_overlap(written: dict, read: dict, prefix: str = "") -> None:
 _claims = {}   # planes -> [table, epoch]
 
 
+def element_at(a, *index) -> int:
+    """One element of a (device) array, read back to the host: only to word a rejection."""
+    return int(device.to_host(a[index]))
+
+
 def claim_epoch(rows: int, planes: int = 0):
     """``(table, epoch)`` (``epoch`` an ``np.int32``) for one value check that claims rows
     ``0..rows-1`` on the device.

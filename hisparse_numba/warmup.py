@@ -329,8 +329,13 @@ def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, task
     t_all = time.perf_counter()
     failed = []
 
-    def finished(i, task, seconds, error=None):
-        status = f"FAILED: {error}" if error else f"{seconds:.1f} s"
+    def finished(i, task, seconds_of):
+        """Report task ``i``: ``seconds_of()`` returns its time or raises its failure."""
+        try:
+            status = f"{seconds_of():.1f} s"
+        except Exception as exc:
+            failed.append(task.label)
+            status = f"FAILED: {type(exc).__name__}: {exc}"
         print(progress_bar(i, len(tasks), f"{task.label}: {status} "
                            f"(elapsed {time.perf_counter() - t_all:.0f} s)"), file=out, flush=True)
 
@@ -346,12 +351,7 @@ def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, task
             by_cost = sorted(tasks, key=lambda task: -task.seconds)   # no long task starts last
             futures = {pool.submit(_run_in_worker, task): task for task in by_cost}
             for i, future in enumerate(cf.as_completed(futures), 1):
-                task = futures[future]
-                try:
-                    finished(i, task, future.result())
-                except Exception as exc:
-                    failed.append(task.label)
-                    finished(i, task, 0.0, f"{type(exc).__name__}: {exc}")
+                finished(i, futures[future], future.result)
         t_serial = time.perf_counter()
         for task in tasks:  # loads what is cached, compiles what a lost index entry dropped
             if task.label not in failed:
@@ -360,11 +360,7 @@ def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, task
               file=out, flush=True)
     else:
         for i, task in enumerate(tasks, 1):
-            try:
-                finished(i, task, task.run())
-            except Exception as exc:
-                failed.append(task.label)
-                finished(i, task, 0.0, f"{type(exc).__name__}: {exc}")
+            finished(i, task, task.run)
     info = device.kernel_cache_info()
     print(f"warm: {info['entries']} cached specialisations, {info['bytes'] / 1e6:.1f} MB, in "
           f"{time.perf_counter() - t_all:.1f} s", file=out, flush=True)

@@ -25,8 +25,8 @@ import numpy as np
 
 from .. import device, value_flags
 from ..checks import (CANARY_PREFIX, attach_check, check_array, check_int, check_mode,
-                      check_no_overlap, describe, fail, raise_first, remember_host_checks,
-                      require_array, settle)
+                      check_no_overlap, describe, element_at, fail, raise_first,
+                      remember_host_checks, require_array, settle)
 from ..device import cuda
 from ..value_flags import flag_bad_dev
 from .plan_types import VerifyPlan, WritePlan
@@ -226,11 +226,6 @@ def _value_geometry(bs: int) -> tuple[int, int]:
     return max(1, min(-(-bs // threads), 2 if device.SIMULATOR else 16)), threads
 
 
-def _at(a, i: int) -> int:
-    """One element of a device array (a read-back of 8 bytes, only to word a rejection)."""
-    return int(device.to_host(a[i:i + 1])[0])
-
-
 def _value_args(call: CanaryPlanCall) -> tuple:
     pool = call.req_to_verify_expected_tokens
     return (call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, int(call.req_to_token.shape[0]),
@@ -264,20 +259,20 @@ def raise_plan_flags(verdict, call: CanaryPlanCall, fn: str = "launch_canary_pla
     rp, prefix, extend = call.req_pool_indices, call.prefix_lens, call.extend_seq_lens
 
     def req_message(r):
-        return (f"kv-canary: {fn} req_pool_indices[{r}]={_at(rp, r)} is not a row of req_to_token "
+        return (f"kv-canary: {fn} req_pool_indices[{r}]={element_at(rp, r)} is not a row of req_to_token "
                 f"(0 < rp < {max_reqs}; 0 marks a padding row)")
 
     def prefix_message(r):
-        return (f"kv-canary: {fn} prefix_lens[{r}]={_at(prefix, r)} exceeds req_to_token's "
-                f"max_seq_len={max_seq_len} (request row {_at(rp, r)})")
+        return (f"kv-canary: {fn} prefix_lens[{r}]={element_at(prefix, r)} exceeds req_to_token's "
+                f"max_seq_len={max_seq_len} (request row {element_at(rp, r)})")
 
     def extend_message(r):
-        return (f"kv-canary: {fn} extend_seq_lens[{r}]={_at(extend, r)} with prefix_lens[{r}]="
-                f"{_at(prefix, r)} runs past req_to_token's max_seq_len={max_seq_len}")
+        return (f"kv-canary: {fn} extend_seq_lens[{r}]={element_at(extend, r)} with prefix_lens[{r}]="
+                f"{element_at(prefix, r)} runs past req_to_token's max_seq_len={max_seq_len}")
 
     def pool_message(r):
         return (f"kv-canary: {fn} req_to_verify_expected_tokens has {pool_rows} rows, but "
-                f"req_pool_indices[{r}]={_at(rp, r)} needs row {_at(rp, r)}")
+                f"req_pool_indices[{r}]={element_at(rp, r)} needs row {element_at(rp, r)}")
 
     raise_first(verdict, [req_message, prefix_message, extend_message, pool_message])
 

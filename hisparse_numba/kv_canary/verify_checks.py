@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import device, value_flags
 from ..checks import (CANARY_PREFIX, attach_check, check_array, check_flag, check_mode, describe,
-                      fail, raise_first, remember_host_checks, require_array, settle)
+                      element_at, fail, raise_first, remember_host_checks, require_array, settle)
 from ..device import cuda
 from ..value_flags import flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
@@ -121,11 +121,6 @@ def _entries_geometry(capacity: int) -> tuple[int, int]:
     return max(1, min(max_blocks, -(-capacity // threads))), threads
 
 
-def _at(a, i: int) -> int:
-    """One element of a device array (an 8-byte read-back, only to word a rejection)."""
-    return int(device.to_host(a[i:i + 1])[0])
-
-
 def _value_args(call: CanaryVerifyCall) -> tuple:
     plan = call.plan
     return (plan.verify_slot_indices, plan.verify_prev_slot_indices, plan.verify_num_valid, plan.enable,
@@ -156,11 +151,11 @@ def raise_verify_flags(verdict, call: CanaryVerifyCall) -> None:
     num_slots = int(call.context.canary_buf.shape[0])
 
     def slot_message(k):
-        return (f"kv-canary: plan.verify_slot_indices[{k}]={_at(plan.verify_slot_indices, k)} is outside "
+        return (f"kv-canary: plan.verify_slot_indices[{k}]={element_at(plan.verify_slot_indices, k)} is outside "
                 f"canary_buf's slots [-{num_slots}, {num_slots}) (a negative slot counts from the end)")
 
     def prev_message(k):
-        return (f"kv-canary: plan.verify_prev_slot_indices[{k}]={_at(plan.verify_prev_slot_indices, k)} "
+        return (f"kv-canary: plan.verify_prev_slot_indices[{k}]={element_at(plan.verify_prev_slot_indices, k)} "
                 f"is past canary_buf's {num_slots} slots")
 
     raise_first(verdict, [slot_message, prev_message])

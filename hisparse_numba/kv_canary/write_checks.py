@@ -32,9 +32,9 @@ import numpy as np
 
 from .. import device, value_flags
 from ..checks import (CANARY_PREFIX, attach_check, check_array, check_flag, check_mode,
-                      claim_epoch, describe, fail, raise_first, remember_host_checks,
+                      claim_epoch, describe, element_at, fail, raise_first, remember_host_checks,
                       require_array, settle)
-from ..device import cuda, xp
+from ..device import cuda
 from ..value_flags import flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan_types import WritePlan
@@ -199,11 +199,6 @@ def _rows_geometry(rows: int) -> tuple[int, int]:
     return max(rows, 1), (8 if device.SIMULATOR else 128)
 
 
-def _at(a, i: int) -> int:
-    """One element of a device array (an 8-byte read-back, only to word a rejection)."""
-    return int(device.to_host(a[i:i + 1])[0])
-
-
 def _value_args(call: CanaryWriteCall) -> tuple:
     plan = call.plan
     return (plan.write_offsets, plan.write_seed_slot_indices, plan.write_num_valid_reqs, call.out_cache_loc,
@@ -237,15 +232,15 @@ def raise_write_flags(verdict, call: CanaryWriteCall) -> None:
     n = int(loc.shape[0])
 
     def offsets_message(r):
-        return (f"kv-canary: plan.write_offsets[{r}]={_at(plan.write_offsets, r)} and "
-                f"plan.write_offsets[{r + 1}]={_at(plan.write_offsets, r + 1)} must satisfy "
+        return (f"kv-canary: plan.write_offsets[{r}]={element_at(plan.write_offsets, r)} and "
+                f"plan.write_offsets[{r + 1}]={element_at(plan.write_offsets, r + 1)} must satisfy "
                 f"0 <= start <= end <= {n} (the length of input_ids) for every row < write_num_valid_reqs")
 
     def slot_message(i):
-        return f"kv-canary: out_cache_loc[{i}]={_at(loc, i)} is past canary_buf's {num_slots} slots"
+        return f"kv-canary: out_cache_loc[{i}]={element_at(loc, i)} is past canary_buf's {num_slots} slots"
 
     def seed_message(r):
-        return (f"kv-canary: plan.write_seed_slot_indices[{r}]={_at(plan.write_seed_slot_indices, r)} "
+        return (f"kv-canary: plan.write_seed_slot_indices[{r}]={element_at(plan.write_seed_slot_indices, r)} "
                 f"is past canary_buf's {num_slots} slots")
 
     def twice_message(slot):

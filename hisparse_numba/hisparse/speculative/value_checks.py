@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from ... import device, value_flags
-from ...checks import fail
+from ...checks import element_at, fail
 from ...device import cuda, jit_kernel
 from ...value_flags import flag_bad_dev
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
@@ -246,30 +246,25 @@ def raise_value_flags(verdict, call) -> None:
             fail(value_check_message(call, condition, count, first))
 
 
-def _at(a, *index) -> int:
-    """One element of a (device) array, read on the host: error paths only."""
-    return int(device.to_host(a[index]))
-
-
 def value_check_message(call, condition: int, count: int, first: int) -> str:
     z = Sizes(call)
     if condition == NUM_REAL:
-        return f"num_real_reqs[0] = {_at(call.num_real_reqs, 0)} must be in [0, batch = {z.batch}]"
+        return f"num_real_reqs[0] = {element_at(call.num_real_reqs, 0)} must be in [0, batch = {z.batch}]"
     if condition == REQUEST:
-        return (f"req_pool_indices[{first}] = {_at(call.req_pool_indices, first)} is outside "
+        return (f"req_pool_indices[{first}] = {element_at(call.req_pool_indices, first)} is outside "
                 f"[0, {z.n}) (the state's request slots)")
     if condition == REPEATED_REQUEST:
         return (f"req_pool_indices names request slot {first} in more than one real batch row; "
                 "the indices of real rows must be distinct (a row owns its request's state)")
     if condition == SEQ_LEN:
-        return (f"seq_lens[{first}] = {_at(call.seq_lens, first)} is outside [0, {z.max_positions}] "
+        return (f"seq_lens[{first}] = {element_at(call.seq_lens, first)} is outside [0, {z.max_positions}] "
                 f"(host_cache_locs holds {z.max_positions} positions per request)")
     if condition == HOST_LOC:
         b, occ = divmod(first, z.t)
         s, k = divmod(occ, z.top_k)
-        rid = _at(call.req_pool_indices, b)
-        token = _at(call.top_k_tokens, b, s, k)
-        return (f"host_cache_locs[{rid}, {token}] = {_at(call.host_cache_locs, rid, token)} "
+        rid = element_at(call.req_pool_indices, b)
+        token = element_at(call.top_k_tokens, b, s, k)
+        return (f"host_cache_locs[{rid}, {token}] = {element_at(call.host_cache_locs, rid, token)} "
                 f"(selected by top_k_tokens[{b}, {s}, {k}]) is past the host pool: host_cache "
                 f"holds {z.host_items} items of item_size_bytes = {call.item_size_bytes}; "
                 f"{count} selected positions are")
@@ -277,13 +272,13 @@ def value_check_message(call, condition: int, count: int, first: int) -> str:
         where, is_scratch = divmod(first, 2)
         if is_scratch:
             b, u = divmod(where, z.cap)
-            rid = _at(call.req_pool_indices, b)
-            return (f"state.scratch_locs[{rid}, {u}] = {_at(call.state.scratch_locs, rid, u)} must "
+            rid = element_at(call.req_pool_indices, b)
+            return (f"state.scratch_locs[{rid}, {u}] = {element_at(call.state.scratch_locs, rid, u)} must "
                     f"be a device location in [0, {z.device_items}) (items of device_buffer): "
                     "assign every request in the batch its landing zone before a call")
         b, c = divmod(where, z.width)
-        rid = _at(call.req_pool_indices, b)
-        return (f"device_buffer_locs[{rid}, {c}] = {_at(call.device_buffer_locs, rid, c)} is past "
+        rid = element_at(call.req_pool_indices, b)
+        return (f"device_buffer_locs[{rid}, {c}] = {element_at(call.device_buffer_locs, rid, c)} is past "
                 f"the device pool: device_buffer holds {z.device_items} items of item_size_bytes "
                 f"= {call.item_size_bytes} (-1 = no location)")
     if condition == REPEATED_LOC:
@@ -291,13 +286,13 @@ def value_check_message(call, condition: int, count: int, first: int) -> str:
                 "state.scratch_locs of the requests in this call; hot slots, tail columns and "
                 "scratch entries must own distinct locations (copies into one would race)")
     b, kind = divmod(first, 4)
-    rid = _at(call.req_pool_indices, b)
+    rid = element_at(call.req_pool_indices, b)
     if kind == COUNTERS:
         return (f"state.scratch_state row 0: the work / union-hit counters of request {rid} are "
                 "not 0, which every call leaves them at; the state is corrupted "
                 "(initialize_hisparse_spec_state resets a request)")
     if kind == FULL_TABLE:
-        gen = _at(call.state.scratch_state, 0, COUNT_GEN * z.n + rid)
+        gen = element_at(call.state.scratch_state, 0, COUNT_GEN * z.n + rid)
         return (f"state.scratch_state row {rid + 1} holds {count} scratch-table entries tagged "
                 f"with the coming call's scratch epoch {next_sigma(gen)}; the state is corrupted "
                 "(initialize_hisparse_spec_state resets a request)")
