@@ -281,8 +281,9 @@ def element_at(a, *index) -> int:
 
 
 def claim_epoch(rows: int, planes: int = 0):
-    """``(table, epoch)`` (``epoch`` an ``np.int32``) for one value check that claims rows
-    ``0..rows-1`` on the device.
+    """``(table, epoch)`` for one value check that claims rows ``0..rows-1`` on the device; the
+    check kernel takes the table and reads the epoch with ``value_flags.claim_epoch_dev`` (pass
+    ``epoch=epoch`` to ``value_flags.start_check``).
 
     A check kernel proves that rows are distinct by claiming each in an int32 table with this
     call's epoch number (``cuda.atomic.exch``): a row whose previous value is already this epoch
@@ -297,7 +298,7 @@ def claim_epoch(rows: int, planes: int = 0):
         table = device.xp.zeros(shape if planes == 0 else (planes, shape), dtype=np.int32)
         entry = _claims[planes] = [table, 0]
     entry[1] += 1
-    return entry[0], np.int32(entry[1])
+    return entry[0], entry[1]
 
 
 class FlagTally:

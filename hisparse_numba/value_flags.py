@@ -9,7 +9,10 @@ a rejected call writes nothing and an accepted one never idles the stream
 (docs/two-worlds.md, "Value checks on the device"). Every ``*_checks.py`` module builds on this.
 
 Shapes: the flags are ``FLAG_WORDS`` int64 words: ``(count, first index)`` per condition
-(``CHECK_CONDITIONS`` of them), then the gate word.
+(``CHECK_CONDITIONS`` of them), then the gate word; after them ``EPOCH_WORD``, an input: the
+call's claim epoch (``checks.claim_epoch``), written by the reset copy. So a check kernel's
+arguments are the same objects on every call of a decode loop, and ``device.launch`` reuses their
+argument list.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ _CUPY_CURRENT_STREAM = xp.cuda.get_current_stream if _BACKEND == "cuda" else Non
 
 CHECK_CONDITIONS = 8
 GATE_WORD = 2 * CHECK_CONDITIONS   # any flagged element sets it; gated kernels then write nothing
-FLAG_WORDS = GATE_WORD + 1
+FLAG_WORDS = GATE_WORD + 1        # what the verdict reads back
+EPOCH_WORD = FLAG_WORDS           # set by the host before each check: the call's claim epoch
 
 
 @cuda.jit(device=True, inline=True)
@@ -56,6 +60,12 @@ def gate_closed_dev(gate):
 
 
 @cuda.jit(device=True, inline=True)
+def claim_epoch_dev(flags):
+    """This call's claim epoch (``checks.claim_epoch``), as the int32 the claim tables hold."""
+    return np.int32(flags[EPOCH_WORD])
+
+
+@cuda.jit(device=True, inline=True)
 def block_fill_dev(a, n, value, tid, num_threads):
     """``a[0:n] = value``, the ``num_threads`` threads of a block striding over it (no barrier)."""
     i = tid
@@ -65,7 +75,7 @@ def block_fill_dev(a, n, value, tid, num_threads):
 
 
 def _flag_init() -> np.ndarray:
-    init = np.zeros(FLAG_WORDS, dtype=np.int64)
+    init = np.zeros(FLAG_WORDS + 1, dtype=np.int64)
     init[1:GATE_WORD:2] = _INT64_MAX
     return init
 
@@ -78,14 +88,18 @@ def open_gate():
 
 
 class _StreamFlags:
-    """The flags of one stream: device words, their initial value, a pinned copy and an event."""
+    """The flags of one stream: device words, their initial value in pinned memory (with the
+    epoch word the host sets), a pinned copy of the verdict and an event. ``unsettled``: a check
+    was enqueued and its verdict not yet taken, so its reset copy may still read ``init``."""
 
     def __init__(self):
-        init = _flag_init()
-        self.flags = xp.asarray(init)
-        self.init = xp.asarray(init)
-        self.pinned = cuda.pinned_array(init.shape, np.int64)
+        self.flags = xp.asarray(_flag_init())
+        self.init = cuda.pinned_array(FLAG_WORDS + 1, np.int64)
+        self.init[:] = _flag_init()
+        self.pinned = cuda.pinned_array(FLAG_WORDS, np.int64)
+        self.init_ptr, self.pinned_ptr = self.init.ctypes.data, self.pinned.ctypes.data
         self.event = xp.cuda.Event(block=False, disable_timing=True)
+        self.unsettled = False
 
 
 _stream_flags: dict = {}
@@ -104,17 +118,19 @@ class ValueCheck:
         out = self.gate
         if self._slot is not None:
             self._slot.event.synchronize()
+            self._slot.unsettled = False
             out = self._slot.pinned
         return [(int(out[2 * c]), int(out[2 * c + 1]) if out[2 * c] else -1)
                 for c in range(CHECK_CONDITIONS)]
 
 
-def start_check(kernel, grid, block, *args) -> ValueCheck:
+def start_check(kernel, grid, block, *args, epoch: int = 0) -> ValueCheck:
     """Enqueue the value-check ``kernel`` over ``args`` and return its :class:`ValueCheck`.
 
     Contract: ``kernel`` takes ``args`` followed by ``flags``, an int64 device array of
-    ``FLAG_WORDS`` entries, and reports each bad element with ``flag_bad_dev(flags, condition,
-    index)``. On a GPU the flags of the current stream are reset (a device-to-device copy), the
+    ``FLAG_WORDS + 1`` entries, and reports each bad element with ``flag_bad_dev(flags, condition,
+    index)``; ``claim_epoch_dev(flags)`` is ``epoch``. On a GPU the flags of the current stream
+    are reset (a copy from pinned memory, which carries the epoch), the
     check runs, and a 136-byte copy to pinned memory follows, all enqueued without waiting. The
     launcher then enqueues its writing kernels with ``gate=check.gate``: each starts with
     ``if gate_closed_dev(gate): return``, so a rejected call writes nothing although its kernels
@@ -124,23 +140,28 @@ def start_check(kernel, grid, block, *args) -> ValueCheck:
     """
     if _BACKEND != "cuda":
         flags = _flag_init()
+        flags[EPOCH_WORD] = epoch
         device.launch(kernel, grid, block, *args, flags)
         return ValueCheck(flags, None)
     stream = _CUPY_CURRENT_STREAM()
     slot = _stream_flags.get(stream.ptr)
     if slot is None:
         slot = _stream_flags[stream.ptr] = _StreamFlags()
+    if slot.unsettled:      # the previous check's reset may not have read init yet
+        slot.event.synchronize()
+    slot.init[EPOCH_WORD] = epoch
+    slot.unsettled = True
     runtime = xp.cuda.runtime
-    nbytes = FLAG_WORDS * 8
-    runtime.memcpyAsync(slot.flags.data.ptr, slot.init.data.ptr, nbytes,
-                        runtime.memcpyDeviceToDevice, stream.ptr)
+    flags_ptr = slot.flags.data.ptr
+    runtime.memcpyAsync(flags_ptr, slot.init_ptr, (FLAG_WORDS + 1) * 8,
+                        runtime.memcpyHostToDevice, stream.ptr)
     device.launch(kernel, grid, block, *args, slot.flags)
-    runtime.memcpyAsync(slot.pinned.ctypes.data, slot.flags.data.ptr, nbytes,
+    runtime.memcpyAsync(slot.pinned_ptr, flags_ptr, FLAG_WORDS * 8,
                         runtime.memcpyDeviceToHost, stream.ptr)
     slot.event.record(stream)
     return ValueCheck(slot.flags, slot)
 
 
-def check_flags(kernel, grid, block, *args) -> list:
+def check_flags(kernel, grid, block, *args, epoch: int = 0) -> list:
     """:func:`start_check` and its verdict at once, for checks whose launcher gates nothing."""
-    return start_check(kernel, grid, block, *args).verdict()
+    return start_check(kernel, grid, block, *args, epoch=epoch).verdict()

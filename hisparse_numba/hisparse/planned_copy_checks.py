@@ -26,7 +26,7 @@ from ..checks import (FlagTally, attach_check, check_block_size, check_flag, che
                       check_no_overlap, claim_epoch, describe, fail, remember_host_checks,
                       require_array, settle)
 from ..device import cuda
-from ..value_flags import CHECK_CONDITIONS, flag_bad_dev, report_value_dev
+from ..value_flags import CHECK_CONDITIONS, claim_epoch_dev, flag_bad_dev, report_value_dev
 
 NUM_REAL, COUNT, SOURCE, DESTINATION = range(4)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
@@ -94,7 +94,8 @@ def planned_copy_flags_reference(call: PlannedCopyCall) -> list:
 
 @cuda.jit
 def planned_copy_check_kernel(miss_src, miss_dst, miss_count, num_real_reqs, rows, cols, host_items,
-                              device_items, claims, epoch, flags):
+                              device_items, claims, flags):
+    epoch = claim_epoch_dev(flags)
     r = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     num_real = num_real_reqs[0]
@@ -131,7 +132,7 @@ def start_planned_copy_check(call: PlannedCopyCall) -> value_flags.ValueCheck:
     return value_flags.start_check(
         planned_copy_check_kernel, max(rows, 1), CHECK_BLOCK, call.miss_src, call.miss_dst,
         call.miss_count, call.num_real_reqs, np.int64(rows), np.int64(plan_columns(call)),
-        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, np.int32(epoch))
+        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, epoch=epoch)
 
 
 def _shape_message(n) -> str:

@@ -29,7 +29,8 @@ import numpy as np
 from .. import device, value_flags
 from ..checks import FlagTally, claim_epoch
 from ..device import cuda
-from ..value_flags import CHECK_CONDITIONS, block_fill_dev, flag_bad_dev, report_value_dev
+from ..value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, flag_bad_dev,
+                           report_value_dev)
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
     @cuda.jit
     def kernel(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
                req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
-               claims, epoch, flags):
+               claims, flags):
         s_hash = cuda.shared.array(HASH_SIZE, np.int64)
         s_hits = cuda.shared.array(K, np.int32)          # slots holding each lane's position
         s_slots = cuda.shared.array(SLOT_WORDS, np.uint32)
@@ -142,6 +143,7 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         num_real = num_real_reqs[0]
+        epoch = claim_epoch_dev(flags)
         if b == 0 and tid == 0:
             report_value_dev(flags, NUM_REAL_VALUE, num_real)
             if num_real < 0 or num_real > top_k_tokens.shape[0]:
@@ -248,4 +250,4 @@ def start_swap_in_check(call: SwapInCall) -> value_flags.ValueCheck:
         swap_in_check_kernel(call.num_top_k, call.hot_buffer_size), call.batch, CHECK_BLOCK,
         call.top_k_tokens, call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
         call.req_pool_indices, call.seq_lens, call.lru_slots, call.num_real_reqs,
-        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, np.int32(epoch))
+        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, epoch=epoch)

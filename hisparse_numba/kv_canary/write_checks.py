@@ -35,7 +35,7 @@ from ..checks import (CANARY_PREFIX, attach_check, check_array, check_flag, chec
                       claim_epoch, describe, element_at, fail, raise_first, remember_host_checks,
                       require_array, settle)
 from ..device import cuda
-from ..value_flags import flag_bad_dev
+from ..value_flags import claim_epoch_dev, flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory
 from .plan_types import WritePlan
 
@@ -158,7 +158,8 @@ def write_value_verdict_reference(write_offsets, seeds, num_valid_reqs, out_cach
 
 @cuda.jit
 def write_value_check_kernel(write_offsets, seeds, num_valid_reqs, out_cache_loc, num_slots, marks,
-                             epoch, flags):
+                             flags):
+    epoch = claim_epoch_dev(flags)
     r = cuda.blockIdx.x
     t = cuda.threadIdx.x
     active = min(max(np.int64(num_valid_reqs[0]), 0), seeds.shape[0])
@@ -216,7 +217,7 @@ def check_write_values(call: CanaryWriteCall, *, on_device: bool = True,
     args = _value_args(call)
     marks, epoch = claim_epoch(args[-1], planes=2)
     rows = int(call.plan.write_seed_slot_indices.shape[0])
-    check = value_flags.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch)
+    check = value_flags.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch=epoch)
     return attach_check(call, check, settle_canary_write, defer)
 
 

@@ -407,3 +407,20 @@ def test_an_accepted_call_checks_values_in_one_pass_without_host_copies(monkeypa
     d = planned_copy_args(p, device.to_device(np.zeros(p["device_buffer"].shape, np.uint8)))
     copy_cache_planned_mla(**d)
     assert calls == {"start_check": 2, "to_host": 0}
+
+
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU (the argument list is the GPU launch path's)")
+def test_a_decode_loop_reuses_the_check_kernels_argument_list():
+    """The claim epoch travels in the flags (value_flags.EPOCH_WORD), not as an argument, so the
+    check kernel of a repeated call on the same buffers launches with its previous argument list,
+    and the second call still sees its own epoch (no false "shared device row")."""
+    from hisparse_numba.hisparse.swap_in_value_checks import CHECK_BLOCK, swap_in_check_kernel
+
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(7), batch=3, num_top_k=8, hot_buffer_size=16,
+                                               num_real=3, block_size=32))
+    load_cache_to_device_buffer_mla(**p)
+    kernel = swap_in_check_kernel(8, 16)
+    first = device._last_launch[kernel][7]
+    load_cache_to_device_buffer_mla(**p)
+    assert device._last_launch[kernel][7] is first and device._last_launch[kernel][0] == 3
+    assert CHECK_BLOCK == device._last_launch[kernel][1]

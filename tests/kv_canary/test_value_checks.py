@@ -75,8 +75,9 @@ def test_write_verdict_kernel_equals_reference(seed):
         args = (offsets, seeds, valid, loc, num_slots)
         want = write_checks.write_value_verdict_reference(*args)
         marks, epoch = checks.claim_epoch(num_slots, planes=2)
-        dev = tuple(device.to_device(a) for a in args[:4]) + (num_slots, marks, epoch)
-        got = value_flags.check_flags(write_checks.write_value_check_kernel, *write_checks._rows_geometry(rows), *dev)
+        dev = tuple(device.to_device(a) for a in args[:4]) + (num_slots, marks)
+        got = value_flags.check_flags(write_checks.write_value_check_kernel, *write_checks._rows_geometry(rows), *dev,
+                                      epoch=epoch)
         seed_cond = write_checks.SLOT_IS_SEED
         assert got[:seed_cond] == want[:seed_cond] and got[seed_cond + 1:] == want[seed_cond + 1:]
         # a slot that is also a seed is seen by its writer, its reader or both: compare the verdict
@@ -108,7 +109,7 @@ def test_repeat_stamps_do_not_leak_between_calls_and_epochs_wrap(monkeypatch):
         monkeypatch.setitem(checks._claims, 2, [device.xp.zeros((2, 8), np.int32), epoch_before])
         for _ in range(2):  # the same slots in two calls: not a repeat
             marks, epoch = checks.claim_epoch(8, planes=2)
-            got = value_flags.check_flags(write_checks.write_value_check_kernel, 1, 8, *dev, 8, marks, epoch)
+            got = value_flags.check_flags(write_checks.write_value_check_kernel, 1, 8, *dev, 8, marks, epoch=epoch)
             assert got == [(0, -1)] * value_flags.CHECK_CONDITIONS
 
 
@@ -220,7 +221,7 @@ def test_verify_values_rejected_before_anything_is_written():
 def test_full_checks_are_one_device_pass_and_shapes_skips_them(monkeypatch):
     calls = []
     real = value_flags.start_check
-    monkeypatch.setattr(value_flags, "start_check", lambda *a: calls.append(a[0]) or real(*a))
+    monkeypatch.setattr(value_flags, "start_check", lambda *a, **kw: calls.append(a[0]) or real(*a, **kw))
     p = plan_problem([1, 2], [0, 0], [3, 2], max_reqs=3, max_seq_len=8)
     dev, _ = context_pair(24)
     for checks, per_call in (("full", 1), ("shapes", 0)):
