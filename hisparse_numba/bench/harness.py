@@ -35,6 +35,24 @@ def hold_kernel(milliseconds):
         cuda.nanosleep(100000)
 
 
+def check_pass_gpu_us(start, iters: int = 20) -> float:
+    """Median GPU microseconds of one value-check pass (``start()`` returns its
+    ``value_flags.ValueCheck``: flags reset, check kernel, read-back copy), timed by CUDA events
+    while ``hold_kernel`` keeps the stream busy, so that no host enqueue time lands between them."""
+    cp = device.xp
+    samples = []
+    for _ in range(iters):
+        device.launch(hold_kernel, 1, 1, 1)
+        begin, end = cp.cuda.Event(), cp.cuda.Event()
+        begin.record()
+        check = start()
+        end.record()
+        check.verdict()
+        samples.append(cp.cuda.get_elapsed_time(begin, end) * 1e3)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
 def require_gpu(name: str) -> None:
     if device.backend() != "cuda":
         raise SystemExit(

@@ -108,7 +108,7 @@ def bare_launch_split(iters: int) -> dict:
     row["plain_launch_us"] = median_us(lambda: device.launch_plain(six_arrays, 4, 256, *args), 200)
     device.synchronize()
     row["call_us"] = row["call_shapes_us"] = row["call_host_us"] = float("nan")
-    row["kernel_us"] = float("nan")
+    row["kernel_us"] = row["check_gpu_us"] = float("nan")
     return row
 
 
@@ -117,6 +117,7 @@ def swap_in_split(batch: int, iters: int) -> dict:
     from .. import device
     from . import harness
     from ..hisparse import swap_in as si
+    from ..hisparse.swap_in_value_checks import start_swap_in_check
     from .swap_in import Workload
 
     w = Workload(batch, 2048, 4096, 512, 0.2, 1024)
@@ -137,6 +138,8 @@ def swap_in_split(batch: int, iters: int) -> dict:
     row["call_host_us"] = harness.call_host_us(w.call, iters=iters)
     row["call_shapes_us"] = harness.call_latency_us(lambda: w.call(checks="shapes"), iters=iters)
     row["kernel_us"] = harness.gpu_time_ms(w.launch, iters=iters) * 1e3
+    shapes_checked = si.check_swap_in(**full, checks="shapes")
+    row["check_gpu_us"] = harness.check_pass_gpu_us(lambda: start_swap_in_check(shapes_checked), iters)
     return row
 
 
@@ -171,6 +174,7 @@ def speculative_split(batch: int, iters: int) -> dict:
     """The split of one speculative call (:func:`speculative_problem`)."""
     from .. import device
     from ..hisparse import speculative as sp
+    from ..hisparse.speculative.value_checks import start_value_checks
     from . import harness
 
     kw = spec_call(speculative_problem(batch))
@@ -188,6 +192,7 @@ def speculative_split(batch: int, iters: int) -> dict:
     row["call_shapes_us"] = harness.call_latency_us(
         lambda: sp.load_cache_to_device_buffer_spec_mla(**kw, checks="shapes"), iters=iters)
     row["kernel_us"] = harness.gpu_time_ms(lambda: sp.launch_unchecked(call), iters=iters) * 1e3
+    row["check_gpu_us"] = harness.check_pass_gpu_us(lambda: start_value_checks(call), iters)
     return row
 
 
@@ -235,13 +240,14 @@ def run(args) -> int:
     if split:
         harness.print_table(split, ["family", "batch", "checks_us", "shape_checks_us", "launch_us",
                                     "plain_launch_us", "call_us", "call_host_us", "call_shapes_us", "value_check_us",
-                                    "kernel_us", "call_x"])
+                                    "check_gpu_us", "kernel_us", "call_x"])
         print("checks_us: checks=\"full\" (host shape checks + the device value pass and its read-back); "
               "shape_checks_us: checks=\"shapes\" (host only); launch_us: marshalling + enqueue via device.launch "
               "(fast path); plain_launch_us: Numba's own launch path; call_us: synchronised public call; "
               "call_host_us: the same call until it returns (its host cost, kernel not awaited); "
               "call_shapes_us: the same with checks=\"shapes\"; value_check_us: their difference (what the "
-              "device value pass costs a call); kernel_us: GPU time (events); call_x: call_us / kernel_us", flush=True)
+              "device value pass costs a call); check_gpu_us: GPU time of the value pass alone (flags reset, "
+              "check kernel, read-back copy; host enqueue held out); kernel_us: GPU time (events); call_x: call_us / kernel_us", flush=True)
     for failure in device.fast_launch_failures:
         print(f"fell back to Numba's launch path: {failure}", flush=True)
     return 0
