@@ -205,19 +205,12 @@ def union_victim_dev(cache_policy, row, u, num_misses, cursor, hot, e_now, emask
 
 
 @cuda.jit(device=True, inline=True)
-def approximate_walk_dev(u, num_misses, cap):
-    """(first linear index, stride) of miss ``u``'s approximate-mode walk (reference:
-    ``approximate_walk``)."""
-    return (u - cap, num_misses - cap) if u >= cap else (u, num_misses)
-
-
-@cuda.jit(device=True, inline=True)
 def approximate_propose_dev(cache_policy, row, aux, i, u, num_misses, cap, hot, e_now, flag):
     """One round of miss ``u``'s walk (victim ordinal ``i``, standing at ``aux[i]``): step past
     the candidates stamped E and propose the first unstamped one (``PROPOSED + u`` into its epoch
     with atomic.min, so the smallest unique_idx wins; ``flag[1] = 1``), or end the walk
-    (``aux[i] = -1``)."""
-    _, stride = approximate_walk_dev(u, num_misses, cap)
+    (``aux[i] = -1``). The stride is ``reference.approximate_walk``'s."""
+    stride = num_misses - cap if u >= cap else num_misses
     linear = np.int64(aux[i])
     while linear < hot and load_coherent_dev(
             cache_policy, (row, approximate_candidate_dev(linear, e_now, hot))) == e_now:

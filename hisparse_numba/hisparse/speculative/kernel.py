@@ -28,11 +28,10 @@ from ..spec_state import (CLAIM_BIT, COMMIT_CHUNK, COMPACT_POS_MASK, COUNT_GEN, 
                           pack_clock_dev, pack_generation_dev)
 from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE,
                          NUMBERED, PROPOSED, TAIL, admit_claimed_dev, apply_victim_dev,
-                         approximate_propose_dev,
-                         approximate_walk_dev, claim_token_dev, classify_dev, clear_round_flag_dev,
-                         direct_locations_dev, fallback_victims_dev, load_coherent_dev,
-                         needs_victim_dev, publish_dev, table_find_dev, table_insert_dev,
-                         union_victim_dev, wait_for_tiles_dev)
+                         approximate_propose_dev, claim_token_dev, classify_dev,
+                         clear_round_flag_dev, direct_locations_dev, fallback_victims_dev,
+                         load_coherent_dev, needs_victim_dev, publish_dev, table_find_dev,
+                         table_insert_dev, union_victim_dev, wait_for_tiles_dev)
 
 
 @functools.cache
@@ -142,7 +141,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             for u in range(u0, u1):
                 if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                     victims[i] = -1
-                    linear, _ = approximate_walk_dev(u, num_misses, cap)
+                    linear = u - cap if u >= cap else u     # reference: approximate_walk
                     aux[i] = linear if linear < hot else -1
                     i += 1
             for _ in range(t + 1):       # every round settles a miss or ends with no proposal
