@@ -60,10 +60,9 @@ def gather_check_kernel(src_locs, dst_locs, host_items, device_items, claims, ep
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i >= src_locs.shape[0]:
         return
-    src = src_locs[i]
+    src, dst = src_locs[i], dst_locs[i]
     if src < 0 or src >= host_items:
         flag_bad_dev(flags, SOURCE_OUT_OF_POOL, i)
-    dst = dst_locs[i]
     if dst < 0 or dst >= device_items:
         flag_bad_dev(flags, DESTINATION_OUT_OF_POOL, i)
     elif cuda.atomic.exch(claims, dst, epoch) == epoch:

@@ -189,6 +189,29 @@ def hash_erase_dev(cache_index, rid, token, slot):
             cache_index[rid, 1, b1] = -2
 
 
+SNAPSHOT, OFFER, SETTLE = 0, 1, 2   # the passes of one bank's round (bank_pass_dev)
+
+
+@cuda.jit(device=True, inline=True)
+def bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, stage, tid, nthreads):
+    """One pass of a bank's insert round over this thread's items, then a barrier. ``pend[i]``: 0
+    placed, 1 pending, 2 racing for its bucket in this bank. SNAPSHOT: a pending entry whose
+    bucket is free before anyone writes starts racing; OFFER: each racing entry offers itself
+    (``atomic.max``, the largest wins); SETTLE: a winner is placed, a loser pending again."""
+    i = tid
+    while i < n_items:
+        if pend[i] == (1 if stage == SNAPSHOT else 2):
+            b, e = bucket_entry_dev(rid, dbt, slots[i], bank, mask)
+            if stage == SNAPSHOT:
+                pend[i] = 2 if cache_index[rid, bank, b] < 0 else 1
+            elif stage == OFFER:
+                cuda.atomic.max(cache_index, (rid, bank, b), e)
+            else:
+                pend[i] = 0 if cache_index[rid, bank, b] == e else 1
+        i += nthreads
+    cuda.syncthreads()
+
+
 @cuda.jit(device=True, inline=True)
 def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid, nthreads):
     """Insert ``(slots[i] << 32) | dbt[rid, slots[i]]`` for every ``i < n_items`` with
@@ -202,28 +225,9 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid
         i += nthreads
     cuda.syncthreads()
     for bank in range(2):
-        # snapshot: which pending entries see a free bucket before anyone writes
-        i = tid
-        while i < n_items:
-            if pend[i] == 1:
-                b, _ = bucket_entry_dev(rid, dbt, slots[i], bank, mask)
-                pend[i] = 2 if cache_index[rid, bank, b] < 0 else 1
-            i += nthreads
-        cuda.syncthreads()
-        i = tid
-        while i < n_items:
-            if pend[i] == 2:
-                b, e = bucket_entry_dev(rid, dbt, slots[i], bank, mask)
-                cuda.atomic.max(cache_index, (rid, bank, b), e)
-            i += nthreads
-        cuda.syncthreads()
-        i = tid
-        while i < n_items:
-            if pend[i] == 2:
-                b, e = bucket_entry_dev(rid, dbt, slots[i], bank, mask)
-                pend[i] = 0 if cache_index[rid, bank, b] == e else 1
-            i += nthreads
-        cuda.syncthreads()
+        bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, SNAPSHOT, tid, nthreads)
+        bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, OFFER, tid, nthreads)
+        bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, SETTLE, tid, nthreads)
     # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
     # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
     i0, i1 = thread_range_dev(n_items, tid, nthreads)

@@ -28,9 +28,10 @@ calls (and slots, seeds or row ranges out of bounds) before anything is written,
 passes ``checks="shapes"``. A clamping SWA LUT (``plan``) that maps several full slots to its last
 entry produces such duplicates.
 
-Read top-down: the NumPy reference, the kernel, the launchers (``launch_unchecked(call)`` launches
-a :class:`CanaryWriteCall` that ``check_canary_write`` in ``write_checks`` accepted;
-``launch_canary_write_kernel`` is the two together). The behaviour reproduced is described in
+Read top-down: the row store both use (``store_canary_row``), the NumPy reference, the kernel,
+the launchers (``launch_unchecked(call)`` launches a :class:`CanaryWriteCall` that
+``check_canary_write`` in ``write_checks`` accepted; ``launch_canary_write_kernel`` is the two
+together). The behaviour reproduced is described in
 ``docs/kv-canary.md#write``. Lessons: 12 (capacity and SWA), 13 (capstone).
 """
 
@@ -52,6 +53,18 @@ from .write_checks import CanaryWriteCall, check_canary_write, settle_canary_wri
 
 _WRITE_TOKEN = int(FailReason.WRITE_TOKEN_MISMATCH)
 _WRITE_POSITION = int(FailReason.WRITE_POSITION_MISMATCH)
+
+
+def store_canary_row(buf, slot, token, position, prev_hash, real_kv_hash):
+    """Stamp canary row ``slot`` (the hashes as signed int64). The reference calls it, the kernel
+    ``store_canary_row_dev``."""
+    buf[slot, CANARY_FIELD_TOKEN] = token
+    buf[slot, CANARY_FIELD_POSITION] = position
+    buf[slot, CANARY_FIELD_PREV_HASH] = prev_hash
+    buf[slot, CANARY_FIELD_REAL_KV_HASH] = real_kv_hash
+
+
+store_canary_row_dev = cuda.jit(device=True, inline=True)(store_canary_row)
 
 
 def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan: WritePlan, input_ids,
@@ -94,10 +107,7 @@ def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan:
                 if pos != last_pos + 1:
                     rows.append([kind, slot, pos, tok, tok, to_signed64(h), last_pos + 1, _WRITE_POSITION])
                 last_pos = pos
-            buf[slot, CANARY_FIELD_TOKEN] = tok
-            buf[slot, CANARY_FIELD_POSITION] = pos
-            buf[slot, CANARY_FIELD_PREV_HASH] = to_signed64(h)
-            buf[slot, CANARY_FIELD_REAL_KV_HASH] = to_signed64(rk)
+            store_canary_row(buf, slot, tok, pos, to_signed64(h), to_signed64(rk))
             h = mix3(h, tok, pos)
             written += 1
     ctx.slot_run_counter[:1] += written
@@ -151,10 +161,7 @@ def canary_write_kernel(buf, write_offsets, seeds, num_valid_reqs, input_ids, po
                     record_violation_dev(ring, write_index, kind, slot, pos, tok, tok, as_int64_dev(h),
                                             last_pos + 1, _WRITE_POSITION)
                 last_pos = pos
-            buf[slot, CANARY_FIELD_TOKEN] = tok
-            buf[slot, CANARY_FIELD_POSITION] = pos
-            buf[slot, CANARY_FIELD_PREV_HASH] = as_int64_dev(h)
-            buf[slot, CANARY_FIELD_REAL_KV_HASH] = as_int64_dev(rk)
+            store_canary_row_dev(buf, slot, tok, pos, as_int64_dev(h), as_int64_dev(rk))
             h = mix3_dev(h, tok, pos)
             written += 1
         i += 1

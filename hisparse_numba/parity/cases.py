@@ -25,6 +25,15 @@ from .compare import (Check, byte_checks, exclude_unstable, fallback_slots_set_a
                       ring_checks, spec_slot_checks, union_summary)
 
 
+# The speculative regimes a run compares (Sizes.regimes)
+GPU_REGIMES = {"union, few misses (300)": (300, 2048, None),
+               "union, benchmark shape (782)": (782, 2048, None),
+               "approximate (1500 misses)": (1500, 4000, None),
+               "overflow (6000 misses > capacity)": (6000, 256, None)}
+SMALL_REGIMES = {"union, few misses": (3, 6, None), "approximate": (8, 16, None),
+                 "overflow": (10, 4, 4)}
+
+
 class Sizes(NamedTuple):
     batch: int
     hot: int
@@ -42,19 +51,12 @@ class Sizes(NamedTuple):
         # block_size 960: sglang's coordinator default for the single-step swap-in (and safe for
         # sglang's own scans, see sglang_scan_problem); sglang's launcher default 256 is not
         return cls(batch=8, hot=4096, top_k=2048, steps=4, tail=16, item_words=72,
-                   single_top_k=2048, single_hot=4096, block_size=960,
-                   regimes={"union, few misses (300)": (300, 2048, None),
-                            "union, benchmark shape (782)": (782, 2048, None),
-                            "approximate (1500 misses)": (1500, 4000, None),
-                            "overflow (6000 misses > capacity)": (6000, 256, None)})
+                   single_top_k=2048, single_hot=4096, block_size=960, regimes=dict(GPU_REGIMES))
 
     @classmethod
     def small(cls) -> "Sizes":
-        return cls(batch=2, hot=16, top_k=8, steps=3, tail=2, item_words=2,
-                   single_top_k=8, single_hot=16, block_size=32,
-                   regimes={"union, few misses": (3, 6, None),
-                            "approximate": (8, 16, None),
-                            "overflow": (10, 4, 4)})
+        return cls(batch=2, hot=16, top_k=8, steps=3, tail=2, item_words=2, single_top_k=8,
+                   single_hot=16, block_size=32, regimes=dict(SMALL_REGIMES))
 
     @property
     def positions(self) -> int:

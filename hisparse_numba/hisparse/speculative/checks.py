@@ -49,30 +49,26 @@ class SpecCall(NamedTuple):
     capacity: int               # scratch capacity per request
     item_size_bytes: int
     record: bool                # whether the miss plan is written
-    top_k_tokens: object
-    device_buffer_tokens: object
-    host_cache_locs: object
-    device_buffer_locs: object
-    host_cache: object
-    device_buffer: object
-    top_k_device_locs: object
-    req_pool_indices: object
-    seq_lens: object
-    state: object
-    num_real_reqs: object
-    miss_src: object
-    miss_dst: object
-    miss_count: object
+    top_k_tokens: object            # [batch, steps, top_k]
+    device_buffer_tokens: object    # [num_requests, H + tail]
+    host_cache_locs: object         # [num_requests, max_positions]
+    device_buffer_locs: object      # [num_requests, H + tail]
+    host_cache: object              # [items, ...]
+    device_buffer: object           # [items, ...]
+    top_k_device_locs: object       # [batch, steps, top_k]
+    req_pool_indices: object        # [batch]
+    seq_lens: object                # [batch * steps]
+    state: object                   # HiSparseSpecState
+    num_real_reqs: object           # [>= 1]
+    miss_src: object                # [batch, >= steps * top_k] (None when record is False)
+    miss_dst: object                # as miss_src
+    miss_count: object              # [batch]
     gate: object = None        # the value check's flags (value_flags.start_check); None: always open
     pending: object = None     # that check's ValueCheck until settle_speculative takes its verdict
 
-ARRAYS = (("top_k_tokens", "[batch, steps, top_k]"),
-          ("device_buffer_tokens", "[num_requests, H + tail]"),
-          ("host_cache_locs", "[num_requests, max_positions]"),
-          ("device_buffer_locs", "[num_requests, H + tail]"), ("host_cache", "[items, ...]"),
-          ("device_buffer", "[items, ...]"), ("top_k_device_locs", "[batch, steps, top_k]"),
-          ("req_pool_indices", "[batch]"), ("seq_lens", "[batch * steps]"),
-          ("num_real_reqs", "[>= 1]"))
+ARRAYS = ("top_k_tokens", "device_buffer_tokens", "host_cache_locs", "device_buffer_locs",
+          "host_cache", "device_buffer", "top_k_device_locs", "req_pool_indices", "seq_lens",
+          "num_real_reqs")
 
 
 @remember_host_checks()
@@ -84,7 +80,7 @@ def speculative_host_checks(*, top_k_tokens, device_buffer_tokens, host_cache_lo
     """The host part of :func:`check_speculative` (types, shapes, dtypes, layouts, scalars; no value
     inside an array), remembered for repeated calls on the same buffers."""
     args = locals()
-    for name, _ in ARRAYS:
+    for name in ARRAYS:
         require_array(name, args[name])
     for name in ("miss_src", "miss_dst", "miss_count"):
         if args[name] is not None:
@@ -185,13 +181,8 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
     ``gate`` and ``pending`` check; :func:`settle_speculative` raises after the gated launch.
     """
     check_mode(checks)
-    call = speculative_host_checks(
-        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
-        host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
-        host_cache=host_cache, device_buffer=device_buffer, top_k_device_locs=top_k_device_locs,
-        req_pool_indices=req_pool_indices, seq_lens=seq_lens, state=state,
-        num_real_reqs=num_real_reqs, miss_src=miss_src, miss_dst=miss_dst,
-        miss_count=miss_count, item_size_bytes=item_size_bytes, for_kernel=for_kernel)
+    host_keywords = {k: v for k, v in locals().items() if k not in ("checks", "defer")}
+    call = speculative_host_checks(**host_keywords)
     if checks == "full" and call.batch:   # device arrays are checked on the device, host arrays in NumPy
         if for_kernel or not isinstance(top_k_tokens, np.ndarray):
             return attach_check(call, start_value_checks(call), settle_speculative, defer)

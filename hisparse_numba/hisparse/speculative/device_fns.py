@@ -1,18 +1,24 @@
 """Device functions of the speculative swap kernel (``kernel.py``), each named after what it does.
 
-Coherent loads between the blocks of one launch, the ordered scratch-table insert and find (the
-device side of ``reference.table_insert_reference``), the per-occurrence classification (the device
-side of ``reference.classify_reference``), the private claim set, and the flags tiles publish and
-wait for, and the commit's victim helpers. Lessons 01, 03, 04 and 08 run the kernel they make up.
+The gather's: coherent loads between the blocks of one launch, the ordered scratch-table insert
+and find (the device side of ``reference.table_insert_reference``), the per-occurrence
+classification (the device side of ``reference.classify_reference``), the private claim set, and
+the flags tiles publish and wait for. The commit's, in the order it calls them: admission, the
+victims (union sampling, the approximate walk, the fallback; each beside its ``reference.py``
+twin's name), applying a victim, and the direct-overflow locations. Lessons 01, 03, 04 and 08 run
+the kernel they make up.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda
-from ..spec_hash import KNUTH, MASK32, hash_lookup_dev, knuth_hash_dev
-from ..spec_state import ADMIT_BIT
+from ..spec_hash import (KNUTH, MASK32, hash_erase_dev, hash_lookup_dev, knuth_hash_dev,
+                         thread_range_dev)
+from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, UNRESOLVED,
+                          approximate_candidate_dev)
 
 LANES = 32
 MAX_THREADS = 1024              # threads per tile at most: the size of the kernel's scan array
@@ -143,6 +149,82 @@ def wait_for_tiles_dev(flags, b, stage, num_tiles, tid, num_threads):
 
 
 @cuda.jit(device=True, inline=True)
+def admit_claimed_dev(scratch_state, row, compact, num_scratch, budget, scan, tid, tile):
+    """Admission (approximate mode): the first ``budget`` of the scratch misses ``0 ..
+    num_scratch - 1`` that carry CLAIM_BIT, in unique_idx order, get ADMIT_BIT. The whole tile
+    calls it."""
+    u0, u1 = thread_range_dev(num_scratch, tid, tile)
+    count = 0
+    for u in range(u0, u1):
+        if scratch_state[row, compact + u] & CLAIM_BIT:
+            count += 1
+    base, _ = block_exclusive_scan_dev(scan, count, tid, tile)
+    for u in range(u0, u1):
+        if scratch_state[row, compact + u] & CLAIM_BIT:
+            if base < budget:
+                scratch_state[row, compact + u] |= ADMIT_BIT
+            base += 1
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True, inline=True)
+def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+    if u >= cap:
+        return True
+    if scratch_locs[rid, u] < 0:
+        return False
+    return union_mode or (scratch_state[row, compact + u] & ADMIT_BIT) != 0
+
+
+@cuda.jit(device=True, inline=True)
+def clear_round_flag_dev(flag, tid):
+    """``flag[1] = 0`` (no proposal or fallback yet in this round), seen by the whole tile."""
+    if tid == 0:
+        flag[1] = 0
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True, inline=True)
+def union_victim_dev(cache_policy, row, u, num_misses, cursor, hot, e_now, emask):
+    """Union mode: the oldest slot among miss ``u``'s samples that this call has not stamped (the
+    first on a tie), or -1 (reference: ``union_victim_reference``; the sampled positions are
+    ``union_sample_positions``)."""
+    partition_size = (hot - 1 - u) // num_misses + 1
+    sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
+    best = -1
+    best_age = np.int64(-1)
+    for sample in range(sample_count):
+        slot = (cursor + u + (sample * partition_size // sample_count) * num_misses) % hot
+        r = np.int64(load_coherent_dev(cache_policy, (row, slot)))
+        if r != e_now:
+            age = (e_now - r) & emask
+            if age > best_age:
+                best = slot
+                best_age = age
+    return best
+
+
+@cuda.jit(device=True, inline=True)
+def approximate_propose_dev(cache_policy, row, aux, i, u, num_misses, cap, hot, e_now, flag):
+    """One round of miss ``u``'s walk (victim ordinal ``i``, standing at ``aux[i]``): step past
+    the candidates stamped E and propose the first unstamped one (``PROPOSED + u`` into its epoch
+    with atomic.min, so the smallest unique_idx wins; ``flag[1] = 1``), or end the walk
+    (``aux[i] = -1``). The stride is ``reference.approximate_walk``'s."""
+    stride = num_misses - cap if u >= cap else num_misses
+    linear = np.int64(aux[i])
+    while linear < hot and load_coherent_dev(
+            cache_policy, (row, approximate_candidate_dev(linear, e_now, hot))) == e_now:
+        linear += stride
+    if linear < hot:
+        aux[i] = linear
+        cuda.atomic.min(cache_policy, (row, approximate_candidate_dev(linear, e_now, hot)),
+                        np.int32(PROPOSED + u))
+        flag[1] = 1
+    else:
+        aux[i] = -1
+
+
+@cuda.jit(device=True, inline=True)
 def fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now):
     """Miss ``u``'s fallback: the first slot not stamped E in Knuth-hash order from
     ``cursor + u * KNUTH`` (mod 2^32, mod H), stamped E; -1 if none (reference:
@@ -157,9 +239,56 @@ def fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now):
 
 
 @cuda.jit(device=True, inline=True)
-def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-    if u >= cap:
-        return True
-    if scratch_locs[rid, u] < 0:
-        return False
-    return union_mode or (scratch_state[row, compact + u] & ADMIT_BIT) != 0
+def fallback_victims_dev(cache_policy, row, victims, aux, flag, lo, hi, cursor, hot, e_now, tid):
+    """Thread 0, when ``flag[1]`` says some miss needs one, gives each miss ``u`` in ``lo .. hi -
+    1`` with ``aux[u] >= 0`` (its victim ordinal) its fallback victim, in unique_idx order."""
+    if flag[1] != 0 and tid == 0:
+        for u in range(lo, hi):
+            if aux[u] >= 0:
+                victims[aux[u]] = fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now)
+
+
+@cuda.jit(device=True, inline=True)
+def apply_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_locs,
+                     scratch_state, metadata, victims, i, u, rid, row, index, compact, cap, sigma):
+    """Miss ``u`` takes its victim ``victims[i]``, evicting that slot's token from the hash: a
+    scratch miss by zero-copy promotion (it swaps locations with the slot), a direct-overflow miss
+    in place (its index entry names the slot's location, which the item is copied to). Without a
+    victim holding a location, ``victims[i] = -1`` and a direct miss's index entry is
+    UNRESOLVED."""
+    v = np.int64(victims[i])
+    p = scratch_state[row, compact + u] & COMPACT_POS_MASK
+    tok = load_coherent_dev(metadata, (row, p)) & MASK32
+    applied = False
+    if v >= 0:
+        old_loc = device_buffer_locs[rid, v]
+        if old_loc >= 0:
+            old_tok = np.int64(device_buffer_tokens[rid, v])
+            if old_tok >= 0:
+                hash_erase_dev(cache_index, rid, old_tok, v)
+            device_buffer_tokens[rid, v] = tok
+            if u < cap:
+                device_buffer_locs[rid, v] = scratch_locs[rid, u]
+                scratch_locs[rid, u] = old_loc
+            else:
+                metadata[row, index + p] = (sigma << 32) | old_loc
+            applied = True
+    if not applied:
+        victims[i] = -1
+        if u >= cap:
+            metadata[row, index + p] = (sigma << 32) | UNRESOLVED
+
+
+@cuda.jit(device=True, inline=True)
+def direct_locations_dev(out, scratch_state, metadata, b, row, index, compact, t, top_k, tid, tile):
+    """Direct overflow: each output ``-2 - u`` becomes the location miss ``u`` was copied to (its
+    index entry), or -1 when it found no victim."""
+    occ = tid
+    while occ < t:
+        s = occ // top_k
+        x = np.int64(load_coherent_dev(out, (b, s, occ - s * top_k)))
+        if x <= -2:
+            p = scratch_state[row, compact + (-2 - x)] & COMPACT_POS_MASK
+            low = metadata[row, index + p] & MASK32
+            out[b, s, occ - s * top_k] = -1 if low == UNRESOLVED else low
+        occ += tile

@@ -21,15 +21,17 @@ from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda, jit_kernel
 from ...value_flags import gate_closed_dev
 from ...itemcopy import copy_item_dev, copy_items_flat_dev
-from ..spec_hash import MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
-from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
-                          COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, MAX_OCCURRENCES,
-                          UNRESOLVED, approximate_candidate_dev, clock_bits_dev, next_epoch_dev,
-                          next_sigma_dev, pack_clock_dev, pack_generation_dev)
+from ..spec_hash import MASK32, hash_insert_dev, thread_range_dev
+from ..spec_state import (CLAIM_BIT, COMMIT_CHUNK, COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST,
+                          COUNT_UNION, COUNT_WORK, MAX_OCCURRENCES, UNRESOLVED,
+                          approximate_candidate_dev, clock_bits_dev, next_epoch_dev, next_sigma_dev,
+                          pack_clock_dev, pack_generation_dev)
 from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE,
-                         NUMBERED, PROPOSED, TAIL, claim_token_dev, classify_dev,
-                         fallback_victim_dev, load_coherent_dev, needs_victim_dev, publish_dev,
-                         table_find_dev, table_insert_dev, wait_for_tiles_dev)
+                         NUMBERED, PROPOSED, TAIL, admit_claimed_dev, apply_victim_dev,
+                         approximate_propose_dev, claim_token_dev, classify_dev,
+                         clear_round_flag_dev, direct_locations_dev, fallback_victims_dev,
+                         load_coherent_dev, needs_victim_dev, publish_dev, table_find_dev,
+                         table_insert_dev, union_victim_dev, wait_for_tiles_dev)
 
 
 @functools.cache
@@ -92,19 +94,8 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             budget = np.int64(hot)
             if overflow:
                 budget = max(np.int64(0), hot - union_hits - (num_misses - cap))
-            lim = min(num_misses, cap)
-            u0, u1 = thread_range_dev(lim, tid, tile)
-            count = 0
-            for u in range(u0, u1):
-                if scratch_state[row, compact + u] & CLAIM_BIT:
-                    count += 1
-            base, _ = block_exclusive_scan_dev(scan, count, tid, tile)
-            for u in range(u0, u1):
-                if scratch_state[row, compact + u] & CLAIM_BIT:
-                    if base < budget:
-                        scratch_state[row, compact + u] |= ADMIT_BIT
-                    base += 1
-            cuda.syncthreads()
+            admit_claimed_dev(scratch_state, row, compact, min(num_misses, cap), budget, scan, tid,
+                              tile)
         # ordinals of the misses that need a victim
         u0, u1 = thread_range_dev(num_misses, tid, tile)
         count = 0
@@ -120,26 +111,13 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             lo = np.int64(0)
             while lo < num_misses:
                 hi = min(lo + COMMIT_CHUNK, num_misses)
-                if tid == 0:
-                    flag[1] = 0
-                cuda.syncthreads()
+                clear_round_flag_dev(flag, tid)
                 i = base
                 for u in range(u0, u1):
                     if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                         if u >= lo and u < hi:
-                            partition_size = (hot - 1 - u) // num_misses + 1
-                            sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
-                            best = -1
-                            best_age = np.int64(-1)
-                            for sample in range(sample_count):
-                                slot = (cursor + u + (sample * partition_size // sample_count)
-                                        * num_misses) % hot
-                                r = np.int64(load_coherent_dev(cache_policy, (row, slot)))
-                                if r != e_now:
-                                    age = (e_now - r) & emask
-                                    if age > best_age:
-                                        best = slot
-                                        best_age = age
+                            best = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot,
+                                                    e_now, emask)
                             victims[i] = best
                             aux[u] = -1
                             if best >= 0:
@@ -151,10 +129,8 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                     elif u >= lo and u < hi:
                         aux[u] = -1
                 cuda.syncthreads()
-                if flag[1] != 0 and tid == 0:
-                    for u in range(lo, hi):
-                        if aux[u] >= 0:
-                            victims[aux[u]] = fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now)
+                fallback_victims_dev(cache_policy, row, victims, aux, flag, lo, hi, cursor, hot,
+                                     e_now, tid)
                 cuda.syncthreads()
                 lo = hi
         else:
@@ -165,32 +141,18 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             for u in range(u0, u1):
                 if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                     victims[i] = -1
-                    linear = u - cap if u >= cap else u
+                    linear = u - cap if u >= cap else u     # reference: approximate_walk
                     aux[i] = linear if linear < hot else -1
                     i += 1
             for _ in range(t + 1):       # every round settles a miss or ends with no proposal
                 cuda.syncthreads()
-                if tid == 0:
-                    flag[1] = 0
-                cuda.syncthreads()
+                clear_round_flag_dev(flag, tid)
                 i = base
                 for u in range(u0, u1):
                     if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                         if victims[i] < 0 and aux[i] >= 0:
-                            stride = num_misses - cap if u >= cap else num_misses
-                            linear = np.int64(aux[i])
-                            while linear < hot and load_coherent_dev(
-                                    cache_policy, (row, approximate_candidate_dev(linear, e_now,
-                                                   hot))) == e_now:
-                                linear += stride
-                            if linear < hot:
-                                aux[i] = linear
-                                cuda.atomic.min(cache_policy, (row,
-                                                approximate_candidate_dev(linear, e_now, hot)),
-                                                np.int32(PROPOSED + u))
-                                flag[1] = 1
-                            else:
-                                aux[i] = -1
+                            approximate_propose_dev(cache_policy, row, aux, i, u, num_misses, cap,
+                                                    hot, e_now, flag)
                         i += 1
                 cuda.syncthreads()
                 if flag[1] == 0:
@@ -207,9 +169,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             cuda.syncthreads()
             # fallback: thread 0 probes for the misses whose walk ended, in unique_idx order
             # (aux[u] = victim ordinal, -1 when u needs none)
-            if tid == 0:
-                flag[1] = 0
-            cuda.syncthreads()
+            clear_round_flag_dev(flag, tid)
             i = base
             for u in range(u0, u1):
                 aux[u] = -1
@@ -219,36 +179,16 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                         flag[1] = 1
                     i += 1
             cuda.syncthreads()
-            if flag[1] != 0 and tid == 0:
-                for u in range(num_misses):
-                    if aux[u] >= 0:
-                        victims[aux[u]] = fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now)
+            fallback_victims_dev(cache_policy, row, victims, aux, flag, 0, num_misses, cursor, hot,
+                                 e_now, tid)
         cuda.syncthreads()
         # apply: zero-copy promotion or in-place direct overflow; erase the evicted tokens
         i = base
         for u in range(u0, u1):
             if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                v = np.int64(victims[i])
-                p = scratch_state[row, compact + u] & COMPACT_POS_MASK
-                tok = load_coherent_dev(metadata, (row, p)) & MASK32
-                applied = False
-                if v >= 0:
-                    old_loc = device_buffer_locs[rid, v]
-                    if old_loc >= 0:
-                        old_tok = np.int64(device_buffer_tokens[rid, v])
-                        if old_tok >= 0:
-                            hash_erase_dev(cache_index, rid, old_tok, v)
-                        device_buffer_tokens[rid, v] = tok
-                        if u < cap:
-                            device_buffer_locs[rid, v] = scratch_locs[rid, u]
-                            scratch_locs[rid, u] = old_loc
-                        else:
-                            metadata[row, index + p] = (sigma << 32) | old_loc
-                        applied = True
-                if not applied:
-                    victims[i] = -1
-                    if u >= cap:
-                        metadata[row, index + p] = (sigma << 32) | UNRESOLVED
+                apply_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_locs,
+                                 scratch_state, metadata, victims, i, u, rid, row, index, compact,
+                                 cap, sigma)
                 i += 1
         cuda.syncthreads()
         warps = tile // LANES
@@ -272,15 +212,8 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         hash_insert_dev(cache_index, rid, device_buffer_tokens, victims, num_victims, aux, flag,
                         scan, tid, tile)
         if overflow:
-            occ = tid
-            while occ < t:
-                s = occ // top_k
-                x = np.int64(load_coherent_dev(out, (b, s, occ - s * top_k)))
-                if x <= -2:
-                    p = scratch_state[row, compact + (-2 - x)] & COMPACT_POS_MASK
-                    low = metadata[row, index + p] & MASK32
-                    out[b, s, occ - s * top_k] = -1 if low == UNRESOLVED else low
-                occ += tile
+            direct_locations_dev(out, scratch_state, metadata, b, row, index, compact, t, top_k, tid,
+                                 tile)
         if tid == 0:
             scratch_state[0, COUNT_LAST * n + rid] = num_misses
             scratch_state[0, COUNT_WORK * n + rid] = 0
