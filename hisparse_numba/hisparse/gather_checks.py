@@ -17,7 +17,7 @@ from .. import device, value_flags
 from ..checks import (check_dtype, check_int, check_item_buffer, check_item_copy, check_mode, check_ndim,
                       check_no_overlap, claim_epoch, fail, require_array)
 from ..device import cuda
-from ..value_flags import flag_bad_dev
+from ..value_flags import claim_epoch_dev, flag_bad_dev
 
 SOURCE_OUT_OF_POOL, DESTINATION_OUT_OF_POOL, DESTINATION_TWICE = 0, 1, 2
 CHECK_BLOCK = 32 if device.SIMULATOR else 256   # the simulator runs each thread as a Python thread
@@ -56,7 +56,8 @@ def gather_flags_reference(src_locs, dst_locs, host_items: int, device_items: in
 
 
 @cuda.jit
-def gather_check_kernel(src_locs, dst_locs, host_items, device_items, claims, epoch, flags):
+def gather_check_kernel(src_locs, dst_locs, host_items, device_items, claims, flags):
+    epoch = claim_epoch_dev(flags)
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i >= src_locs.shape[0]:
         return
@@ -74,8 +75,8 @@ def gather_value_flags(src_locs, dst_locs, host_items: int, device_items: int) -
     n = int(src_locs.shape[0])
     claims, epoch = claim_epoch(device_items)
     return value_flags.check_flags(gather_check_kernel, (n + CHECK_BLOCK - 1) // CHECK_BLOCK, CHECK_BLOCK,
-                              src_locs, dst_locs, np.int64(host_items), np.int64(device_items),
-                              claims, np.int32(epoch))
+                                   src_locs, dst_locs, np.int64(host_items), np.int64(device_items),
+                                   claims, epoch=epoch)
 
 
 def raise_gather_flags(flags, call: GatherCall) -> None:

@@ -121,6 +121,13 @@ def reject_row_dev(flags, condition, row, s_row, phase):
     s_row[phase] = 1
 
 
+@cuda.jit(device=True, inline=True)
+def row_rejected_dev(s_row, phase):
+    """After a barrier that ends ``phase``: did any thread reject the row in it?"""
+    cuda.syncthreads()
+    return s_row[phase] != 0
+
+
 @functools.cache
 def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
     """The one-pass value check for one (K, H): grid = batch rows, ``CHECK_BLOCK`` threads each.
@@ -210,8 +217,7 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
                 if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
                     reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
             p += BS
-        cuda.syncthreads()
-        if s_row[0]:
+        if row_rejected_dev(s_row, 0):
             return
 
         p = tid
@@ -222,8 +228,7 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
                 if lane >= 0 and cuda.atomic.add(s_hits, lane, 1) > 0:
                     reject_row_dev(flags, SLOT_STATE, b, s_row, 2)
             p += BS
-        cuda.syncthreads()
-        if s_row[2]:
+        if row_rejected_dev(s_row, 2):
             return
 
         i = tid
