@@ -354,6 +354,18 @@ def attach_check(call, check, settle_call, defer: bool):
     return call if defer else settle_call(call)
 
 
+def check_values(call, raise_flags, *, on_device: bool, defer: bool, reference, start):
+    """A family's value checks, one of two ways. On the device: ``start()`` enqueues the check
+    kernel (a ``value_flags.ValueCheck``) and the call carries it (:func:`attach_check`: settled now
+    unless ``defer``). In NumPy (``on_device=False``): ``raise_flags(reference(), call)`` judges the
+    reference verdict at once. ``raise_flags(verdict, call)`` raises the first failed condition's
+    ``ValueError``."""
+    if not on_device:
+        raise_flags(reference(), call)
+        return call
+    return attach_check(call, start(), lambda c: settle(c, raise_flags), defer)
+
+
 def launch_then_settle(call, launch_unchecked, settle_call):
     """The public launchers' last step: enqueue ``call``'s gated kernels, then take the verdict of
     its value check (``settle_call(call)`` raises a rejection's ``ValueError``). If enqueuing fails,

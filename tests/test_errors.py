@@ -65,7 +65,8 @@ def raised_messages() -> list[tuple[str, str]]:
     Sources: the first argument of ``fail``/``ValueError``/``RuntimeError``/``TypeError`` (a
     ``{prefix}`` in it, a shared check's message prefix, once per prefix in ``PREFIXES``),
     keyword arguments named ``*_message`` (messages handed to a shared check), the returns
-    of ``*_message`` functions and module constants named ``*MESSAGE``. Arguments that are
+    of ``*_message`` functions, the lambdas listed in ``raise_first(verdict, [...])`` and module
+    constants named ``*MESSAGE``. Arguments that are
     only a variable (``fail(message)``) are covered at their origin.
     """
     found = []
@@ -83,6 +84,8 @@ def raised_messages() -> list[tuple[str, str]]:
                     nodes.append((node.lineno, node.args[0]))
                 nodes.extend((node.lineno, kw.value) for kw in node.keywords
                              if kw.arg and kw.arg.endswith("_message"))
+                if name == "raise_first" and len(node.args) > 1 and isinstance(node.args[1], ast.List):
+                    nodes.extend((m.lineno, m.body) for m in node.args[1].elts if isinstance(m, ast.Lambda))
             elif isinstance(node, ast.FunctionDef) and node.name.endswith("_message"):
                 nodes.extend((r.lineno, r.value) for r in ast.walk(node)
                              if isinstance(r, ast.Return) and r.value is not None)

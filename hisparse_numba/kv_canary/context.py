@@ -160,6 +160,18 @@ def _hash_mode(mode: int) -> int:
     return mode
 
 
+def check_plan_arrays(plan, plan_type, first: str, *, type_message: str) -> int:
+    """``plan`` is a ``plan_type`` (else ``TypeError(type_message)``) whose fields are all arrays,
+    ``plan.<first>`` a 1-D int64 one; returns the length of that first array."""
+    if not isinstance(plan, plan_type):
+        raise TypeError(type_message)
+    for name, a in plan.arrays().items():
+        require_array(f"plan.{name}", a, prefix=CANARY_PREFIX)
+    a = getattr(plan, first)
+    check_array(f"plan.{first}", a, np.int64, ndim=1, prefix=CANARY_PREFIX)
+    return int(a.shape[0])
+
+
 def check_context(ctx: VerifyOrWriteContext) -> None:
     """Checks shared by the write and verify launchers and references (host only: types, scalars,
     shapes, and that every real-KV source covers every canary slot)."""

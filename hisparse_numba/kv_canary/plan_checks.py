@@ -24,8 +24,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (CANARY_PREFIX, attach_check, check_array, check_int, check_mode,
-                      check_no_overlap, describe, element_at, fail, raise_first,
+from ..checks import (CANARY_PREFIX, check_array, check_int, check_mode, check_no_overlap,
+                      check_values, describe, element_at, fail, raise_first,
                       remember_host_checks, require_array, settle)
 from ..device import cuda
 from ..value_flags import flag_bad_dev
@@ -241,11 +241,11 @@ def check_plan_values(call: CanaryPlanCall, *, fn: str = "launch_canary_plan_ker
     as soon as the check is enqueued; :func:`settle_canary_plan` raises after the gated launch."""
     if call.bs == 0:
         return call
-    if not on_device:
-        raise_plan_flags(plan_value_verdict_reference(*_value_args(call)), call, fn)
-        return call
-    check = value_flags.start_check(plan_value_check_kernel, *_value_geometry(call.bs), *_value_args(call))
-    return attach_check(call, check, lambda c: settle(c, functools.partial(raise_plan_flags, fn=fn)), defer)
+    args = _value_args(call)
+    return check_values(
+        call, functools.partial(raise_plan_flags, fn=fn), on_device=on_device, defer=defer,
+        reference=lambda: plan_value_verdict_reference(*args),
+        start=lambda: value_flags.start_check(plan_value_check_kernel, *_value_geometry(call.bs), *args))
 
 
 def settle_canary_plan(call: CanaryPlanCall) -> CanaryPlanCall:
@@ -258,23 +258,16 @@ def raise_plan_flags(verdict, call: CanaryPlanCall, fn: str = "launch_canary_pla
     _, _, _, max_reqs, max_seq_len, pool_rows = _value_args(call)
     rp, prefix, extend = call.req_pool_indices, call.prefix_lens, call.extend_seq_lens
 
-    def req_message(r):
-        return (f"kv-canary: {fn} req_pool_indices[{r}]={element_at(rp, r)} is not a row of req_to_token "
-                f"(0 < rp < {max_reqs}; 0 marks a padding row)")
-
-    def prefix_message(r):
-        return (f"kv-canary: {fn} prefix_lens[{r}]={element_at(prefix, r)} exceeds req_to_token's "
-                f"max_seq_len={max_seq_len} (request row {element_at(rp, r)})")
-
-    def extend_message(r):
-        return (f"kv-canary: {fn} extend_seq_lens[{r}]={element_at(extend, r)} with prefix_lens[{r}]="
-                f"{element_at(prefix, r)} runs past req_to_token's max_seq_len={max_seq_len}")
-
-    def pool_message(r):
-        return (f"kv-canary: {fn} req_to_verify_expected_tokens has {pool_rows} rows, but "
-                f"req_pool_indices[{r}]={element_at(rp, r)} needs row {element_at(rp, r)}")
-
-    raise_first(verdict, [req_message, prefix_message, extend_message, pool_message])
+    raise_first(verdict, [   # one message per condition, given the first bad row r
+        lambda r: (f"kv-canary: {fn} req_pool_indices[{r}]={element_at(rp, r)} is not a row of req_to_token "
+                   f"(0 < rp < {max_reqs}; 0 marks a padding row)"),
+        lambda r: (f"kv-canary: {fn} prefix_lens[{r}]={element_at(prefix, r)} exceeds req_to_token's "
+                   f"max_seq_len={max_seq_len} (request row {element_at(rp, r)})"),
+        lambda r: (f"kv-canary: {fn} extend_seq_lens[{r}]={element_at(extend, r)} with prefix_lens[{r}]="
+                   f"{element_at(prefix, r)} runs past req_to_token's max_seq_len={max_seq_len}"),
+        lambda r: (f"kv-canary: {fn} req_to_verify_expected_tokens has {pool_rows} rows, but "
+                   f"req_pool_indices[{r}]={element_at(rp, r)} needs row {element_at(rp, r)}"),
+    ])
 
 
 def _check_vector(fn, name, a, dtype, length=None, length_of=None):

@@ -21,11 +21,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (CANARY_PREFIX, attach_check, check_array, check_flag, check_mode, describe,
-                      element_at, fail, raise_first, remember_host_checks, require_array, settle)
+from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, check_values, describe,
+                      element_at, fail, raise_first, remember_host_checks, settle)
 from ..device import cuda
 from ..value_flags import flag_bad_dev
-from .context import VerifyOrWriteContext, check_context, check_launch_memory
+from .context import VerifyOrWriteContext, check_context, check_launch_memory, check_plan_arrays
 from .plan_types import VerifyPlan
 
 
@@ -49,12 +49,8 @@ def canary_verify_host_checks(*, context, plan, check_verify_expected_token) -> 
     inside an array), remembered for repeated calls on the same buffers."""
     check_context(context)
     check_token = check_flag("check_verify_expected_token", check_verify_expected_token, prefix=CANARY_PREFIX)
-    if not isinstance(plan, VerifyPlan):
-        raise TypeError(f"kv-canary: plan must be a VerifyPlan, got {type(plan).__name__}")
-    for name, a in plan.arrays().items():
-        require_array(f"plan.{name}", a, prefix=CANARY_PREFIX)
-    check_array("plan.verify_slot_indices", plan.verify_slot_indices, np.int64, ndim=1, prefix=CANARY_PREFIX)
-    cap = int(plan.verify_slot_indices.shape[0])
+    cap = check_plan_arrays(plan, VerifyPlan, "verify_slot_indices",
+                            type_message=f"kv-canary: plan must be a VerifyPlan, got {type(plan).__name__}")
     for name in PLAN_ARRAYS:
         if tuple(getattr(plan, name).shape) != (cap,):
             fail(f"kv-canary: plan.{name} must have shape ({cap},) (the length of plan.verify_slot_indices), "
@@ -122,22 +118,22 @@ def _entries_geometry(capacity: int) -> tuple[int, int]:
 
 
 def _value_args(call: CanaryVerifyCall) -> tuple:
-    plan = call.plan
-    return (plan.verify_slot_indices, plan.verify_prev_slot_indices, plan.verify_num_valid, plan.enable,
-            int(call.context.canary_buf.shape[0]))
+    """The check kernel's arguments: the plan's slot lists, its valid count and enable flag, and
+    the number of canary slots."""
+    p = call.plan
+    num_slots = int(call.context.canary_buf.shape[0])
+    return p.verify_slot_indices, p.verify_prev_slot_indices, p.verify_num_valid, p.enable, num_slots
 
 
 def check_verify_values(call: CanaryVerifyCall, *, on_device: bool = True,
                         defer: bool = False) -> CanaryVerifyCall:
-    """The value checks of ``call`` (module docstring): one kernel, one 136-byte read-back (or
-    NumPy with ``on_device=False``). Raises the first failing condition's ``ValueError``.
-    ``defer=True``: as ``plan_checks.check_plan_values`` (:func:`settle_canary_verify` raises)."""
-    if not on_device:
-        raise_verify_flags(verify_value_verdict_reference(*_value_args(call)), call)
-        return call
+    """The slot-range checks of the module docstring, as ``checks.check_values`` runs them
+    (``defer``: :func:`settle_canary_verify` raises later)."""
+    args = _value_args(call)
     geometry = _entries_geometry(int(call.plan.verify_slot_indices.shape[0]))
-    check = value_flags.start_check(verify_value_check_kernel, *geometry, *_value_args(call))
-    return attach_check(call, check, settle_canary_verify, defer)
+    return check_values(call, raise_verify_flags, on_device=on_device, defer=defer,
+                        reference=lambda: verify_value_verdict_reference(*args),
+                        start=lambda: value_flags.start_check(verify_value_check_kernel, *geometry, *args))
 
 
 def settle_canary_verify(call: CanaryVerifyCall) -> CanaryVerifyCall:
@@ -150,12 +146,9 @@ def raise_verify_flags(verdict, call: CanaryVerifyCall) -> None:
     plan = call.plan
     num_slots = int(call.context.canary_buf.shape[0])
 
-    def slot_message(k):
-        return (f"kv-canary: plan.verify_slot_indices[{k}]={element_at(plan.verify_slot_indices, k)} is outside "
-                f"canary_buf's slots [-{num_slots}, {num_slots}) (a negative slot counts from the end)")
-
-    def prev_message(k):
-        return (f"kv-canary: plan.verify_prev_slot_indices[{k}]={element_at(plan.verify_prev_slot_indices, k)} "
-                f"is past canary_buf's {num_slots} slots")
-
-    raise_first(verdict, [slot_message, prev_message])
+    raise_first(verdict, [   # one message per condition, given the first bad entry k
+        lambda k: (f"kv-canary: plan.verify_slot_indices[{k}]={element_at(plan.verify_slot_indices, k)} is outside "
+                   f"canary_buf's slots [-{num_slots}, {num_slots}) (a negative slot counts from the end)"),
+        lambda k: (f"kv-canary: plan.verify_prev_slot_indices[{k}]={element_at(plan.verify_prev_slot_indices, k)} "
+                   f"is past canary_buf's {num_slots} slots"),
+    ])

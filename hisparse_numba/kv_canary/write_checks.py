@@ -31,12 +31,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (CANARY_PREFIX, attach_check, check_array, check_flag, check_mode,
-                      claim_epoch, describe, element_at, fail, raise_first, remember_host_checks,
-                      require_array, settle)
+from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, check_values, claim_epoch,
+                      describe, element_at, fail, raise_first, remember_host_checks, require_array,
+                      settle)
 from ..device import cuda
 from ..value_flags import claim_epoch_dev, flag_bad_dev
-from .context import VerifyOrWriteContext, check_context, check_launch_memory
+from .context import VerifyOrWriteContext, check_context, check_launch_memory, check_plan_arrays
 from .plan_types import WritePlan
 
 
@@ -68,12 +68,8 @@ def canary_write_host_checks(*, context, plan, input_ids, positions, out_cache_l
             fail("kv-canary: expected input tensors are required when enable_write_input_assert=True")
     elif expected_input_tokens is not None or expected_input_positions is not None:
         fail("kv-canary: expected input tensors must be None when enable_write_input_assert=False")
-    if not isinstance(plan, WritePlan):
-        raise TypeError(f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
-    for name, a in plan.arrays().items():
-        require_array(f"plan.{name}", a, prefix=CANARY_PREFIX)
-    check_array("plan.write_seed_slot_indices", plan.write_seed_slot_indices, np.int64, ndim=1, prefix=CANARY_PREFIX)
-    r = int(plan.write_seed_slot_indices.shape[0])
+    r = check_plan_arrays(plan, WritePlan, "write_seed_slot_indices",
+                          type_message=f"kv-canary: plan must be a WritePlan, got {type(plan).__name__}")
     if tuple(plan.write_offsets.shape) != (r + 1,):
         fail(f"kv-canary: plan.write_offsets must have shape ({r + 1},) (one more than "
              f"plan.write_seed_slot_indices), got {describe(plan.write_offsets)}")
@@ -208,17 +204,18 @@ def _value_args(call: CanaryWriteCall) -> tuple:
 
 def check_write_values(call: CanaryWriteCall, *, on_device: bool = True,
                        defer: bool = False) -> CanaryWriteCall:
-    """The value checks of ``call`` (module docstring): one kernel, one 136-byte read-back (or
-    NumPy with ``on_device=False``). Raises the first failing condition's ``ValueError``.
-    ``defer=True``: as ``plan_checks.check_plan_values`` (:func:`settle_canary_write` raises)."""
-    if not on_device:
-        raise_write_flags(write_value_verdict_reference(*_value_args(call)), call)
-        return call
+    """The offsets, slot and seed checks of the module docstring (duplicates through the marks
+    table), as ``checks.check_values`` runs them (``defer``: :func:`settle_canary_write` raises)."""
     args = _value_args(call)
-    marks, epoch = claim_epoch(args[-1], planes=2)
-    rows = int(call.plan.write_seed_slot_indices.shape[0])
-    check = value_flags.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks, epoch=epoch)
-    return attach_check(call, check, settle_canary_write, defer)
+
+    def start():
+        marks, epoch = claim_epoch(args[-1], planes=2)
+        rows = int(call.plan.write_seed_slot_indices.shape[0])
+        return value_flags.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks,
+                                       epoch=epoch)
+
+    return check_values(call, raise_write_flags, on_device=on_device, defer=defer,
+                        reference=lambda: write_value_verdict_reference(*args), start=start)
 
 
 def settle_canary_write(call: CanaryWriteCall) -> CanaryWriteCall:
@@ -232,24 +229,15 @@ def raise_write_flags(verdict, call: CanaryWriteCall) -> None:
     num_slots = int(call.context.canary_buf.shape[0])
     n = int(loc.shape[0])
 
-    def offsets_message(r):
-        return (f"kv-canary: plan.write_offsets[{r}]={element_at(plan.write_offsets, r)} and "
-                f"plan.write_offsets[{r + 1}]={element_at(plan.write_offsets, r + 1)} must satisfy "
-                f"0 <= start <= end <= {n} (the length of input_ids) for every row < write_num_valid_reqs")
-
-    def slot_message(i):
-        return f"kv-canary: out_cache_loc[{i}]={element_at(loc, i)} is past canary_buf's {num_slots} slots"
-
-    def seed_message(r):
-        return (f"kv-canary: plan.write_seed_slot_indices[{r}]={element_at(plan.write_seed_slot_indices, r)} "
-                f"is past canary_buf's {num_slots} slots")
-
-    def twice_message(slot):
-        return (f"kv-canary: out_cache_loc writes slot {slot} more than once in one launch (live "
-                f"slots must be distinct: two writers of one slot race)")
-
-    def seed_written_message(slot):
-        return (f"kv-canary: out_cache_loc writes slot {slot}, which a row of "
-                f"plan.write_seed_slot_indices reads as its seed in the same launch (a race)")
-
-    raise_first(verdict, [offsets_message, slot_message, seed_message, twice_message, seed_written_message])
+    raise_first(verdict, [   # one message per condition, given its first bad row, entry or slot
+        lambda r: (f"kv-canary: plan.write_offsets[{r}]={element_at(plan.write_offsets, r)} and "
+                   f"plan.write_offsets[{r + 1}]={element_at(plan.write_offsets, r + 1)} must satisfy "
+                   f"0 <= start <= end <= {n} (the length of input_ids) for every row < write_num_valid_reqs"),
+        lambda i: f"kv-canary: out_cache_loc[{i}]={element_at(loc, i)} is past canary_buf's {num_slots} slots",
+        lambda r: (f"kv-canary: plan.write_seed_slot_indices[{r}]={element_at(plan.write_seed_slot_indices, r)} "
+                   f"is past canary_buf's {num_slots} slots"),
+        lambda slot: (f"kv-canary: out_cache_loc writes slot {slot} more than once in one launch (live "
+                      f"slots must be distinct: two writers of one slot race)"),
+        lambda slot: (f"kv-canary: out_cache_loc writes slot {slot}, which a row of "
+                      f"plan.write_seed_slot_indices reads as its seed in the same launch (a race)"),
+    ])
