@@ -73,7 +73,8 @@ def run_config(rng) -> None:
         fields = ctx.canary_buf.view(np.int64)
         fields[flips, 1] = fields[flips, 1] + 1
     if rng.random() < 0.3:  # the sources are shared by both sides: one flip shows in both
-        pools[0].reshape(-1).view(np.uint8)[rng.integers(pools[0].nbytes)] ^= 0x10
+        # (NumPy's view: on a GPU the pool is a mapped host array, whose own .view is Numba's)
+        np.asarray(pools[0]).reshape(-1).view(np.uint8)[rng.integers(pools[0].nbytes)] ^= 0x10
     vc, wc = capacities(p, str(rng.choice(["loose", "tight", "under_by_one"])))
     expected = None
     if rng.random() < 0.5:
