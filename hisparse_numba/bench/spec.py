@@ -167,7 +167,7 @@ def run(args) -> int:
         if bad:
             print(f"batch {batch}: {len(bad)} wrong items after timing (first {bad[:3]})")
             return 1
-        del layers, sel
+        layers = sel = None   # free the batch's buffers before the next one
         xp.get_default_memory_pool().free_all_blocks()
     print_table(rows, ["variant", "batch", "gpu_us", "kernel_us", "floor_us", "floor_pct", "zc_us", "zc_pct",
                        "gbps", "sglang_us"])

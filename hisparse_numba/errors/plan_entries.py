@@ -280,9 +280,6 @@ ENTRIES: list[Entry] = [
     _e("{name} must be a device (CuPy) array, got {type}",
        "A host array (or a Python object) where the kernel needs device memory.",
        "Move it to the GPU with device.to_device (the host KV pool is device.host_cache_array).", "11"),
-    _e("{name} shares memory with {other}; an array the call writes must not overlap another argument",
-       "An output or state array aliases another argument: the kernel would read what it writes.",
-       "Give each argument its own buffer.", "08"),
     _e("{name} is a view of a host_cache_array that cannot be passed to a kernel (a change of dtype or rank, or a slice); pass the host_cache_array itself",
        "Numba's mapped host arrays lose their device address in some views, so the launch would "
        "fail inside Numba.", "Pass the whole device.host_cache_array (the kernels index items by "

@@ -16,8 +16,6 @@ host pool).
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import device
 from ..device import cuda
 from ..itemcopy import copy_item_dev, item_rows

@@ -21,7 +21,6 @@ together), 08 (padded batches), 13 (capstone).
 from __future__ import annotations
 
 import functools
-import numpy as np
 
 from .. import device, value_flags
 from ..checks import launch_then_settle

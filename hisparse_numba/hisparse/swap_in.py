@@ -51,8 +51,9 @@ from ..value_flags import block_fill_dev, gate_closed_dev
 from ..itemcopy import copy_items_flat_dev, item_rows
 from .miss_plan import placeholder_plan
 from .swap_in_checks import (NUM_REAL_VALUE, SwapInCall, check_swap_in, raise_swap_in_flags,
-                             settle_swap_in, swap_in_flags_reference)
+                             settle_swap_in)
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
+from .swap_in_value_checks import swap_in_flags_reference
 
 __all__ = ["SwapInCall", "check_swap_in", "kernel_args", "launch_unchecked", "settle_swap_in",
            "load_cache_to_device_buffer_mla", "load_cache_to_device_buffer_mla_reference",

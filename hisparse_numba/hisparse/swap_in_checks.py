@@ -28,8 +28,7 @@ from ..checks import (agreed_rows, attach_check, check_block_size, check_dtype,
                       check_no_overlap, describe, fail, remember_host_checks,
                       require_array, row_stride, settle)
 from .swap_in_value_checks import (HOT_LOCATION, MISS_SOURCE, NUM_REAL, NUM_REAL_VALUE, REQUEST,
-                                   SELECTION, SLOT_STATE, start_swap_in_check,
-                                   swap_in_flags_reference)  # noqa: F401  (swap_in.py imports it from here)
+                                   SELECTION, SLOT_STATE, start_swap_in_check)
 
 MAX_SLOTS = 32767  # slot ids and lanes are int16
 

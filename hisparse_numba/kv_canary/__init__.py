@@ -30,7 +30,8 @@ from .hashing import (
     splitmix64,
     to_signed64,
 )
-from .plan import VerifyPlan, WritePlan, launch_canary_plan_kernels, launch_canary_plan_kernels_reference
+from .plan import launch_canary_plan_kernels, launch_canary_plan_kernels_reference
+from .plan_types import VerifyPlan, WritePlan
 from .plan_checks import PLAN_BS_BLOCK_SIZE, CanaryPlanCall, check_canary_plan
 from .verify import (
     CanaryVerifyCall,

@@ -13,7 +13,8 @@ import numpy as np
 from .. import device
 from .context import RealKvSource, VerifyOrWriteContext
 from .hashing import RealKvHashMode
-from .plan import VerifyPlan, WritePlan, launch_canary_plan_kernels, launch_canary_plan_kernels_reference
+from .plan import launch_canary_plan_kernels, launch_canary_plan_kernels_reference
+from .plan_types import VerifyPlan, WritePlan
 from .verify import launch_canary_verify_kernel, launch_canary_verify_kernel_reference
 from .write import launch_canary_write_kernel, launch_canary_write_kernel_reference
 

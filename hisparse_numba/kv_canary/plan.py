@@ -48,7 +48,6 @@ from ..blockscan import block_exclusive_scan_dev
 from ..device import cuda, xp
 from ..value_flags import gate_closed_dev
 from .plan_checks import CanaryPlanCall, check_canary_plan, settle_canary_plan
-from .plan_types import VerifyPlan, WritePlan  # noqa: F401  (the plan types, re-exported)
 
 
 # ---------------------------------------------------------------------------------------------

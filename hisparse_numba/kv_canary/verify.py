@@ -37,7 +37,7 @@ from .context import (VerifyOrWriteContext, append_violations_reference, canary_
 from .hashing import (CANARY_FIELD_POSITION, CANARY_FIELD_PREV_HASH, CANARY_FIELD_REAL_KV_HASH,
                       CANARY_FIELD_TOKEN, CHAIN_HEAD_HASH, FailReason, as_int64_dev, mix3, slot_hash_dev,
                       to_signed64)
-from .plan import VerifyPlan
+from .plan_types import VerifyPlan
 from .verify_checks import CanaryVerifyCall, check_canary_verify, settle_canary_verify
 
 _CHAIN = int(FailReason.VERIFY_CHAIN_HASH_MISMATCH)

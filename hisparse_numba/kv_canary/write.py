@@ -48,7 +48,7 @@ from .context import (VerifyOrWriteContext, append_violations_reference, canary_
 from .hashing import (CHAIN_HEAD_HASH, CANARY_FIELD_POSITION, CANARY_FIELD_PREV_HASH,
                       CANARY_FIELD_REAL_KV_HASH, CANARY_FIELD_TOKEN, FailReason, as_int64_dev, mix3, mix3_dev,
                       slot_hash_dev, to_signed64)
-from .plan import WritePlan
+from .plan_types import WritePlan
 from .write_checks import CanaryWriteCall, check_canary_write, settle_canary_write
 
 _WRITE_TOKEN = int(FailReason.WRITE_TOKEN_MISMATCH)

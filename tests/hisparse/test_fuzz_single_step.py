@@ -20,6 +20,7 @@ import pytest
 from hisparse_numba import device
 from hisparse_numba.hisparse import planned_copy_checks as pc
 from hisparse_numba.hisparse import swap_in_checks as sc
+from hisparse_numba.hisparse import swap_in_value_checks as sv
 from hisparse_numba.hisparse.examples import (ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries,
                                               planned_copy_args, to_device_problem, to_host_problem)
 from hisparse_numba.hisparse.gather import gather_to_hot_buffer, gather_to_hot_buffer_reference
@@ -151,7 +152,7 @@ def test_swap_in_check_kernel_agrees_with_its_verdict(case):
         corrupt(rng, p)
     if p["top_k_tokens"].shape[0] == 0:
         return
-    want = sc.swap_in_flags_reference(sc.check_swap_in(**p, checks="shapes"))
+    want = sv.swap_in_flags_reference(sc.check_swap_in(**p, checks="shapes"))
     got = sc.start_swap_in_check(sc.check_swap_in(**to_device_problem(p), checks="shapes")).verdict()
     same_verdict(got, want, unordered=(sc.HOT_LOCATION,))
 

@@ -13,11 +13,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import device
-from ...checks import (attach_check, check_dtype, check_inner_contiguous, check_item_copy,
-                       check_miss_plan, check_ndim, fail, row_stride)
+from ...checks import (attach_check, check_dtype, check_inner_contiguous, check_int, check_item_copy,
+                       check_miss_plan, check_mode, check_ndim, check_no_overlap, fail,
+                       remember_host_checks, require_array, row_stride, settle)
 from ..spec_state import MAX_OCCURRENCES, check_state
-from ...checks import check_int, check_mode, remember_host_checks, require_array, settle
-from ...arguments import address
 from .value_checks import raise_value_flags, start_value_checks, value_checks
 
 
@@ -161,7 +160,7 @@ def speculative_host_checks(*, top_k_tokens, device_buffer_tokens, host_cache_lo
                     device_buffer_locs, host_cache, device_buffer, top_k_device_locs,
                     req_pool_indices, seq_lens, state, num_real_reqs, miss_src, miss_dst,
                     miss_count)
-    check_no_overlap(args, state)
+    check_arguments_disjoint(args, state)
     return call
 
 
@@ -201,26 +200,11 @@ WRITTEN = ("device_buffer_tokens", "device_buffer_locs", "device_buffer", "top_k
            "miss_src", "miss_dst", "miss_count")
 
 
-def byte_span(a) -> tuple:
-    """``[first, last + 1)`` bytes of ``a`` (strides >= 0, as checked before)."""
-    start = address(a)
-    if a.size == 0:
-        return start, start
-    return start, start + sum((d - 1) * st for d, st in zip(a.shape, a.strides)) + a.itemsize
-
-
-def check_no_overlap(args: dict, state) -> None:
-    """No array the call writes shares memory with another argument (a kernel reading what
-    another thread writes would race); arrays it only reads may share memory."""
-    spans = [(*byte_span(args[name]), name, False) for name in READ_ONLY]
-    spans += [(*byte_span(args[name]), name, True) for name in WRITTEN if args[name] is not None]
-    spans += [(*byte_span(a), f"state.{f}", True) for f, a in zip(state._fields, state)]
-    spans.sort()
-    end, owner, written = spans[0][1], spans[0][2], spans[0][3]
-    for start, stop, name, writes in spans[1:]:
-        if start < end and start < stop and (writes or written):
-            fail(f"{name} shares memory with {owner}; an array the call writes must not overlap "
-                 "another argument")
-        if stop > end:
-            end, owner, written = stop, name, writes
+def check_arguments_disjoint(args: dict, state) -> None:
+    """No array the call writes (``WRITTEN``, the state's arrays) shares memory with another
+    argument (a kernel reading what another thread writes would race); ``READ_ONLY`` arrays may
+    share memory with each other."""
+    written = {name: args[name] for name in WRITTEN}
+    written.update((f"state.{f}", a) for f, a in zip(state._fields, state))
+    check_no_overlap(written, {name: args[name] for name in READ_ONLY})
 
