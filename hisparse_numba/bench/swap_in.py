@@ -1,6 +1,6 @@
 """``hisparse-numba bench swap-in``: the single-step swap-in at sglang's benchmark shape.
 
-Shape (``docs/hisparse-single-step.md#benchmark-shape``): top_k 2048, 512-byte items, hot buffer 4096,
+Shape (``docs/single-step-swap-in.md#benchmark-shape``): top_k 2048, 512-byte items, hot buffer 4096,
 miss rate 0.2 (410 misses per request), block 1024; batch 1 to 64. Tags start as
 ``arange(H)``; hits are positions ``0..hits-1``. Every request owns its host rows (so no host
 item is read twice and the PCIe figure is honest) and its ``H + 1`` device rows.

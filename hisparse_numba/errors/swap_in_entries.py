@@ -216,7 +216,7 @@ ENTRIES: list[Entry] = [
     _e("top_k_tokens row {b} (long path, seq_len {n} > hot_buffer_size {h}) holds positions {bad} outside [0, seq_len): every lane of a long-path row must be a valid position",
        "A -1 or out-of-range lane on the long path. sglang counts such a lane as a miss without "
        "assigning it: phantom copies into unassigned slots and stale outputs "
-       "(docs/hisparse-single-step.md#what-sglang-leaves-unchecked).",
+       "(docs/single-step-swap-in.md#what-sglang-leaves-unchecked).",
        "Fill every lane of a long-path row with a valid position (only the fast path tolerates -1).",
        "00"),
     _e("top_k_tokens row {b} (long path) holds duplicate positions {dups}: the positions of a long-path row must be distinct",

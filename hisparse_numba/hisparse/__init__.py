@@ -6,8 +6,8 @@ Read in this order: ``gather`` (moving items host -> device; its checks in ``gat
 ``planned_copy_checks``; the argument checks the three share are ``hisparse_numba.checks``), ``miss_plan``
 (sizing a plan), ``spec_hash``, ``spec_state`` and ``speculative/`` (the multi-step swap-in of
 speculative decoding). Each launcher is ``check_<family>(...)`` (the accepted call) then its
-module's ``launch_unchecked(call)``. The behaviour: ``docs/hisparse-single-step.md`` and
-``docs/hisparse-speculative.md``.
+module's ``launch_unchecked(call)``. The behaviour: ``docs/single-step-swap-in.md`` and
+``docs/speculative-swap-in.md``.
 """
 
 from .gather import gather_to_hot_buffer, gather_to_hot_buffer_reference

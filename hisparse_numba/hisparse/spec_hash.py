@@ -2,7 +2,7 @@
 
 Bank 0 is indexed by Knuth's multiplicative hash, bank 1 by sglang's finaliser (``h1``); an entry
 packs ``(slot << 32) | token``, ``-1`` is empty and ``-2`` deleted. The hash is a hint: a lookup
-trusts an entry only if the slot holds the token. docs/hisparse-speculative.md ("Hash banks") states
+trusts an entry only if the slot holds the token. docs/speculative-swap-in.md ("Hash banks") states
 the behaviour, including this project's rule for inserts:
 
 Deterministic hash inserts (sglang lets atomics race): the entries to insert (in a fixed item order)

@@ -1,11 +1,11 @@
 """The persistent state of the speculative (multi-step) HiSparse swap-in, and its initialiser.
 
-docs/hisparse-speculative.md ("State", "Hash banks") states what it reproduces; lessons 01, 03,
+docs/speculative-swap-in.md ("State", "Hash banks") states what it reproduces; lessons 01, 03,
 04 and 08 build it with ``make_hisparse_spec_state``. Initialiser: ``check_initialize(...) ->
 InitializeCall``, then ``launch_unchecked(call)``.
 
 ``HiSparseSpecState`` keeps sglang's four tensors and their layout, so that every index here maps
-1:1 to sglang's (docs/hisparse-speculative.md, "State"). With ``n`` request slots, hot size ``H``, ``T = steps * top_k``
+1:1 to sglang's (docs/speculative-swap-in.md, "State"). With ``n`` request slots, hot size ``H``, ``T = steps * top_k``
 occurrences per request and a power-of-two ``hash_size``:
 
 ``cache_index`` ``[n, 2, hash_size]`` int64
@@ -205,7 +205,7 @@ def make_hisparse_spec_state(num_requests, hot_buffer_size, num_steps, num_top_k
 
 
 def check_state(state, *, num_occurrences=None) -> tuple:
-    """Structural checks of a ``HiSparseSpecState`` (docs/hisparse-speculative.md, "State").
+    """Structural checks of a ``HiSparseSpecState`` (docs/speculative-swap-in.md, "State").
 
     Returns ``(num_request_slots, hot_buffer_size, hash_size, scratch_capacity)``.
     """

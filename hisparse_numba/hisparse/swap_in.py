@@ -27,7 +27,7 @@ pool zero-copy over PCIe.
 
 Validation (``swap_in_checks.py``) proves the preconditions that the kernel relies on and that
 sglang leaves unchecked, with one check-kernel launch and one small read-back; a rejected call
-writes nothing. The behaviour reproduced is described in ``docs/hisparse-single-step.md``.
+writes nothing. The behaviour reproduced is described in ``docs/single-step-swap-in.md``.
 
 Read top-down: the NumPy reference, the kernel with its device functions, then the launchers
 (``launch_unchecked(call)`` launches a :class:`SwapInCall` that ``check_swap_in`` accepted;

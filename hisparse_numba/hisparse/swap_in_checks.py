@@ -1,7 +1,7 @@
 """The preconditions of the single-step swap-in (``swap_in.py``), checked before anything is written.
 
 sglang's own checks come first, with its texts; then the checks it leaves out although breaking
-them corrupts memory or state silently (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``).
+them corrupts memory or state silently (``docs/single-step-swap-in.md#what-sglang-leaves-unchecked``).
 Python types, shapes, dtypes and layouts are checked on the host. The values the kernel indexes
 with are checked on the device in one pass (``swap_in_value_checks``: one launch, one block per
 batch row, one 136-byte read-back that the launcher awaits after enqueuing its gated kernel), so
@@ -296,7 +296,7 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
 
     sglang's own checks come first, with its texts; then the checks sglang omits although a
     violation corrupts memory or state silently
-    (``docs/hisparse-single-step.md#what-sglang-leaves-unchecked``). With ``checks="full"`` (the
+    (``docs/single-step-swap-in.md#what-sglang-leaves-unchecked``). With ``checks="full"`` (the
     default) the values are checked on the device (see the module docstring); ``"shapes"`` skips
     that pass. Returns the accepted call for :func:`swap_in.launch_unchecked`.
 

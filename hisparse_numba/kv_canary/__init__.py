@@ -5,7 +5,7 @@ Read in this order: ``hashing`` (the chain), ``plan`` (which slots to verify and
 ring). Each launcher is ``check_canary_<kernel>(...)`` (the accepted call: ``plan_checks``,
 ``write_checks``, ``verify_checks``, each with its one-pass device value check and that check's
 NumPy twin; ``arguments`` for the Python-type checks) then its module's ``launch_unchecked(call)``.
-The behaviour: ``docs/kv-canary.md``.
+The behaviour: ``docs/kv-canary-behaviour.md``.
 """
 
 from .context import RealKvSource, VerifyOrWriteContext

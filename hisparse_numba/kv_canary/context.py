@@ -18,7 +18,8 @@ so only the multiset of rows is defined. The NumPy references append in entry or
 the ring rows ``[before, after)`` as a sorted multiset, and after an overflow only the index (and
 that the kept rows are among the reference's). Counters and the canary buffer must match exactly.
 
-The behaviour: ``docs/kv-canary.md#real-kv-fingerprint`` and ``docs/kv-canary.md#violation-ring``.
+The behaviour: ``docs/kv-canary-behaviour.md#real-kv-fingerprint`` and
+``docs/kv-canary-behaviour.md#violation-ring``.
 Lessons: 12 (capacity and SWA), 13 (capstone).
 """
 

@@ -16,7 +16,7 @@ functions (``splitmix64_dev``, ``mix3_dev``) take and return ``uint64`` and keep
 operand ``uint64`` (an int64 operand would turn the expression into float64). Int64 fields are
 converted with ``np.uint64(x)`` / ``np.int64(h)``, which reinterpret the two's-complement bits.
 
-The chain is described in ``docs/kv-canary.md#the-hash-chain``. Lesson 13 (capstone) recomputes it.
+The chain is described in ``docs/kv-canary-behaviour.md#the-hash-chain``. Lesson 13 (capstone) recomputes it.
 """
 
 from __future__ import annotations

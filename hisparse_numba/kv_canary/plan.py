@@ -33,7 +33,7 @@ Launch geometry (``launch_canary_plan_kernels``):
 Read top-down: the plan types (``plan_types``), the NumPy reference, the kernels, the launchers
 (``launch_unchecked(call)`` launches a ``CanaryPlanCall`` that ``check_canary_plan`` accepted, in
 ``plan_checks.py``; ``launch_canary_plan_kernels`` is the two together). The behaviour reproduced
-is described in ``docs/kv-canary.md#plan``. Lessons: 02 (verify capacity), 12 (capacity and SWA).
+is described in ``docs/kv-canary-behaviour.md#plan``. Lessons: 02 (verify capacity), 12 (capacity and SWA).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ per batch row with ``rp = req_pool_indices[r] != 0`` (0 marks a padding row, nev
 
 Negative prefix or extend lengths, negative valid lengths and any offset are harmless by definition
 (they give empty ranges); the SWA table is clamped. Duplicate request rows only repeat entries.
-``plan_value_verdict_reference`` is the NumPy twin of the check kernel (``docs/kv-canary.md#plan``).
+``plan_value_verdict_reference`` is the NumPy twin of the check kernel (``docs/kv-canary-behaviour.md#plan``).
 Lessons 02 (verify capacity) and 12 (capacity and SWA) teach two of these checks.
 """
 

@@ -2,7 +2,7 @@
 
 ``VerifyPlan``: four ``[C]`` int64 entry arrays and two ``[1]`` int32 scalars; ``WritePlan``:
 ``write_offsets [R + 1]`` int64, ``write_seed_slot_indices [R]`` int64 and
-``write_num_valid_reqs [1]`` int32 (``docs/kv-canary.md#plan``). ``plan`` fills them.
+``write_num_valid_reqs [1]`` int32 (``docs/kv-canary-behaviour.md#plan``). ``plan`` fills them.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Launch geometry: a grid-stride loop, ``min(64, ceil(C / 512))`` blocks of 512 th
 Read top-down: the NumPy reference, the kernel, the launchers (``launch_unchecked(call)`` launches
 a :class:`CanaryVerifyCall` that ``check_canary_verify`` in ``verify_checks`` accepted;
 ``launch_canary_verify_kernel`` is the two together). The behaviour reproduced is described in
-``docs/kv-canary.md#verify``. Lessons: 02 (verify capacity), 13 (capstone).
+``docs/kv-canary-behaviour.md#verify``. Lessons: 02 (verify capacity), 13 (capstone).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Host checks: the context (``context.check_context``), the flag, the VerifyPlan's types, dtypes and
 shapes, and that no plan array shares memory with an array the kernel writes. Then, with
 ``checks="full"`` (the default), ONE device pass over the entries the kernel reads
-(``k < min(max(verify_num_valid, 0), C)``, only when ``enable != 0``; ``docs/kv-canary.md#verify``)
+(``k < min(max(verify_num_valid, 0), C)``, only when ``enable != 0``; ``docs/kv-canary-behaviour.md#verify``)
 checks, for entries whose slot is not 0 (slot 0 is skipped):
 
 0. ``-num_slots <= slot < num_slots`` (a negative slot counts from the end of the buffer, as in

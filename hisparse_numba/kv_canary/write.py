@@ -32,7 +32,7 @@ Read top-down: the row store both use (``store_canary_row``), the NumPy referenc
 the launchers (``launch_unchecked(call)`` launches a :class:`CanaryWriteCall` that
 ``check_canary_write`` in ``write_checks`` accepted; ``launch_canary_write_kernel`` is the two
 together). The behaviour reproduced is described in
-``docs/kv-canary.md#write``. Lessons: 12 (capacity and SWA), 13 (capstone).
+``docs/kv-canary-behaviour.md#write``. Lessons: 12 (capacity and SWA), 13 (capstone).
 """
 
 from __future__ import annotations

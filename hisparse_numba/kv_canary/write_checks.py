@@ -4,7 +4,7 @@ Host checks: the context (``context.check_context``), the flag and the expected 
 texts), the WritePlan's and inputs' types, dtypes and shapes, and that no array the kernel reads
 shares memory with one it writes. Then, with ``checks="full"`` (the default), ONE device pass over
 the rows ``r < active = min(max(write_num_valid_reqs, 0), R)`` checks every value the write kernel
-indexes with (``docs/kv-canary.md#write``):
+indexes with (``docs/kv-canary-behaviour.md#write``):
 
 0. ``0 <= write_offsets[r] <= write_offsets[r + 1] <= num_tokens`` (so rows are disjoint ranges
    of the inputs);

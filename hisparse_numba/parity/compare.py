@@ -13,7 +13,7 @@ output location holds its token's item; every resident token is found by the has
 is held twice).
 
 Which slots a union-mode call evicts is sglang's to decide, not its race's: miss ``i`` samples
-fixed ring positions (docs/hisparse-speculative.md), so the slots chosen by sampling are compared
+fixed ring positions (docs/speculative-swap-in.md), so the slots chosen by sampling are compared
 exactly. A miss whose samples are all taken goes to the fallback; those victims are compared
 separately, so a difference there is named as such and not smeared over the resident-token and
 scratch checks. Finally ``exclude_unstable`` sets aside every check in which sglang's own two runs
@@ -99,7 +99,7 @@ class UnionVictims(NamedTuple):
 
 def union_victims(before: dict, b: int) -> UnionVictims:
     """sglang's union-mode victim sampling for row ``b``, worked out from the arrays before the
-    call (docs/hisparse-speculative.md): classify every occurrence, stamp the hit slots with this
+    call (docs/speculative-swap-in.md): classify every occurrence, stamp the hit slots with this
     call's epoch E, then miss ``i`` of ``m`` samples ring positions ``i + (k * size // count) * m``
     after the cursor (``size = (H - 1 - i) // m + 1``, ``count = min(size, 6)``) and takes the
     oldest slot not stamped E, the first on a tie; a miss with none goes to the fallback.

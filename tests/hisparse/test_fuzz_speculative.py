@@ -1,5 +1,5 @@
 """Random differential fuzz of the speculative swap-in: valid configurations, kernel == reference
-byte for byte on every output and state array (docs/hisparse-speculative.md).
+byte for byte on every output and state array (docs/speculative-swap-in.md).
 
 Seeded and reproducible: configuration ``i`` is drawn from ``default_rng(i)``. 1000 configurations
 on a GPU, 20 in the simulator. On a GPU the kernel shapes come from a short list (each compiles

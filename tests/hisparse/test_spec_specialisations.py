@@ -1,7 +1,7 @@
 """Calls of different sizes share compiled kernels: steps, top_k and H are runtime values.
 
 On a GPU each compile-time configuration of the speculative swap kernel costs about 40 s to
-compile, so the sizes of a call must not be part of the kernel's key (docs/hisparse-speculative.md,
+compile, so the sizes of a call must not be part of the kernel's key (docs/speculative-swap-in.md,
 "Compiled kernels").
 """
 

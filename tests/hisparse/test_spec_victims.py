@@ -1,4 +1,4 @@
-"""Victim choice and the bank-1 hash, as sglang computes them (docs/hisparse-speculative.md).
+"""Victim choice and the bank-1 hash, as sglang computes them (docs/speculative-swap-in.md).
 
 Hand cases with worked numbers for union-mode sampling, approximate-mode walks (including two
 misses that want the same slot) and the bank-1 finaliser; the swap cases also check kernel ==

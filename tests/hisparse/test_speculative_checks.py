@@ -1,4 +1,4 @@
-"""The speculative swap-in's value checks (docs/hisparse-speculative.md, "What a call must satisfy"):
+"""The speculative swap-in's value checks (docs/speculative-swap-in.md, "What a call must satisfy"):
 the device pass and its NumPy reference agree, every rule rejects before anything is written,
 ``checks="shapes"`` skips them, and the allocation helpers make what the launchers accept."""
 

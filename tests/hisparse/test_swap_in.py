@@ -1,4 +1,4 @@
-"""Single-step swap-in: hand cases (docs/hisparse-single-step.md#worked-examples), kernel vs
+"""Single-step swap-in: hand cases (docs/single-step-swap-in.md#worked-examples), kernel vs
 reference, state over calls, padded rows, fast path, validation with byte-identical rejection,
 sanitizers on a GPU."""
 
@@ -43,7 +43,7 @@ def assert_same(expected, actual):
             np.testing.assert_array_equal(actual[k], expected[k], err_msg=k)
 
 
-# ------------------------------------ hand cases (docs/hisparse-single-step.md#worked-examples)
+# ------------------------------------ hand cases (docs/single-step-swap-in.md#worked-examples)
 ITEM = 32  # float32 x 8, as sglang's test
 
 

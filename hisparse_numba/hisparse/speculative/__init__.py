@@ -4,7 +4,7 @@ Speculative decoding produces ``steps`` top-k selections per request (one per dr
 each with its own sequence length). This launcher resolves all ``T = steps * top_k`` occurrences
 of a request in one launch pair and writes one physical device location per occurrence into
 ``top_k_device_locs[batch, steps, top_k]``. State layout: ``spec_state.py``. The behaviour it
-reproduces: docs/hisparse-speculative.md. Lessons 01, 03, 04 and 08 use this launcher.
+reproduces: docs/speculative-swap-in.md. Lessons 01, 03, 04 and 08 use this launcher.
 
 Files, in reading order: ``checks.py`` (arguments, ``check_speculative -> SpecCall``),
 ``value_checks.py`` (the values, in one device pass),
@@ -36,7 +36,7 @@ reference follows the same definitions, so kernel == reference on every output a
   as in Shun & Blelloch's deterministic hash tables). Home position: ``Knuth(token) mod T``.
 * Misses with ``unique_idx < capacity`` land in ``scratch_locs[rid, unique_idx]`` (copied once,
   by the tile that numbered it); the others are *direct-overflow* misses, resolved in commit.
-* Victims (commit), for the misses that need a hot slot (docs/hisparse-speculative.md, "Victims"):
+* Victims (commit), for the misses that need a hot slot (docs/speculative-swap-in.md, "Victims"):
   in union mode miss ``u`` samples ``min(partition_size, 6)`` ring positions spread over its
   partition ``u, u + m, u + 2m, ... < H`` after the cursor (``m`` = unique misses,
   ``partition_size = (H - 1 - u) // m + 1``), skipping slots stamped E and taking the oldest

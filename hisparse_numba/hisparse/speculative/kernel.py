@@ -7,7 +7,7 @@ of a call are runtime values read from its arrays: ``steps, top_k = top_k_tokens
 serves every size (its shared arrays have the documented maxima, ``MAX_OCCURRENCES`` and
 ``MAX_THREADS`` entries). The stages (classify, count, number, duplicates, finish,
 copy) are in the package docstring (``__init__.py``). The commit follows ``reference.py`` step by
-step with the same names; docs/hisparse-speculative.md states the behaviour. Lessons 01, 03, 04 and
+step with the same names; docs/speculative-swap-in.md states the behaviour. Lessons 01, 03, 04 and
 08 launch it through ``launch.py``.
 """
 

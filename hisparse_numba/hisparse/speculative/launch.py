@@ -89,7 +89,7 @@ def load_cache_to_device_buffer_spec_mla(
     multiple of 16.
 
     checks: ``"full"`` (default) checks every value the kernel indexes with on the device first
-    (``value_checks.py``, docs/hisparse-speculative.md "What a call must satisfy"), so a bad call
+    (``value_checks.py``, docs/speculative-swap-in.md "What a call must satisfy"), so a bad call
     raises a ValueError and writes nothing; ``"shapes"`` checks shapes, dtypes and scalars only,
     for callers who validated the values upstream (a bad value then corrupts memory or state).
     """

@@ -1,7 +1,7 @@
 """NumPy reference (the oracle) of the speculative swap-in, ``load_cache_to_device_buffer_spec_mla``.
 
 Same keywords as the launcher (``launch.py``: shapes and dtypes), on NumPy arrays, mutated in
-place; written per request, in the order of docs/hisparse-speculative.md: classify every
+place; written per request, in the order of docs/speculative-swap-in.md: classify every
 occurrence, number the unique misses, copy them into scratch, then commit (mode, admission,
 victims, promotion, hash, direct overflow, counters). The per-occurrence steps work on whole rows
 of occurrences (NumPy passes), so that sglang's sizes (T = 8192, batch 64) take well under a

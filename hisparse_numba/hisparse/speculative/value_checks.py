@@ -5,7 +5,7 @@ device, so this module checks them there, before the swap kernel runs: one launc
 ``value_check_kernel`` (one block per batch row, coalesced reads, atomics into
 ``value_flags.check_flags``' small flags buffer and into a bit per request slot and per device item)
 and one read-back of the flags. ``value_checks_reference`` computes the same verdict in NumPy; the
-reference launcher uses it. docs/hisparse-speculative.md ("What a call must satisfy") lists the
+reference launcher uses it. docs/speculative-swap-in.md ("What a call must satisfy") lists the
 rules; lessons 01, 03, 04 and 08 call launchers that run them.
 
 For each real row ``b < num_real_reqs[0]`` with request ``rid = req_pool_indices[b]``:
