@@ -273,12 +273,12 @@ def bench_spec_tasks(batches, variants) -> tuple:
 def tasks_for(which: str) -> tuple:
     """The tasks of ``which`` (lessons; tests; all: tests and bench spec) in this world: on a GPU
     without the launches only a lesson's simulator branch makes."""
-    tasks = {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS}.get(which)  # tests run the lessons
+    tasks = {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,   # tests run the lessons too
+             "all": LESSON_TASKS + TEST_TASKS}[which]
     if which == "all":
         from .bench import spec
 
-        defaults = spec.default_arguments()
-        tasks = LESSON_TASKS + TEST_TASKS + bench_spec_tasks(defaults.batches, defaults.variants)
+        tasks += bench_spec_tasks(spec.DEFAULT_BATCHES, spec.DEFAULT_VARIANTS)
     return tuple(t for t in tasks if device.backend() != "cuda" or not t.simulator_only)
 
 

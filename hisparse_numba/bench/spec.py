@@ -17,8 +17,9 @@ copy, is timed alone and subtracted). ``gpu_us`` times the public calls (default
 waits for its value check's verdict, so calls do not queue ahead of the GPU); ``kernel_us`` times
 the same work launched on arguments checked once (``launch_unchecked``), as sglang's launcher runs:
 the figure its 28 / 92 / 613 us compare with. Before timing, every kernel configuration the chosen
-batches launch is compiled in parallel processes (``warmup.bench_spec_tasks``). The floor is the bytes that must cross PCIe (unique misses x
-item size x layers) at the measured pinned host-to-device memcpy bandwidth; ``floor %`` is
+batches launch is compiled in parallel processes (``warmup.bench_spec_tasks``). The floor is the
+bytes that must cross PCIe (unique misses x item size x layers) at the measured pinned
+host-to-device memcpy bandwidth; ``floor %`` is
 floor time / GPU time. ``zc_us`` is the same unique misses (the anchor's last miss plan, x
 layers) copied by the harness's zero-copy gather with no decisions at all, and ``zc_pct`` its
 floor %: what any kernel that decides its copies on the GPU can reach at best. For scale,
@@ -39,26 +40,19 @@ ITEM_WORDS = 72
 MISS_PER_STEP, UNIQUE_MISSES, MISS_ADVANCE = 196, 782, 800
 SCRATCH = 4096
 SGLANG_US = {1: 28.0, 8: 92.0, 64: 613.0}
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+DEFAULT_VARIANTS = ("lru_1_full", "spec_1_full", "spec_4_full", "spec_1_full_3_shared")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64],
+    parser.add_argument("--batches", type=int, nargs="+", default=list(DEFAULT_BATCHES),
                         help="batch sizes to time (default: 1 2 4 8 16 32 64)")
     parser.add_argument("--iters", type=int, default=20, help="timed calls per figure (default 20)")
     parser.add_argument("--variants", nargs="+",
-                        default=["lru_1_full", "spec_1_full", "spec_4_full", "spec_1_full_3_shared"],
+                        default=list(DEFAULT_VARIANTS),
                         help="what to time: lru_1_full (four single-step calls), spec_1_full (one "
                              "speculative call), spec_4_full (four index layers), spec_1_full_3_shared "
                              "(an anchor call plus three plan replays); default all four")
-
-
-def default_arguments():
-    """The options ``bench spec`` runs with when none are given."""
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return parser.parse_args([])
 
 
 def selections(batch: int, calls: int, hits_base: int = 0) -> np.ndarray:
@@ -81,9 +75,8 @@ def run(args) -> int:
     from ..hisparse import planned_copy
     from ..hisparse.speculative import (check_speculative, launch_unchecked,
                                         load_cache_to_device_buffer_spec_mla)
-    from .startup import spec_call
-
     from ..warmup import bench_spec_tasks, warmup
+    from .startup import spec_call
 
     warmup("bench spec", tasks=bench_spec_tasks(args.batches, args.variants))
     xp = device.xp
@@ -138,7 +131,8 @@ def run(args) -> int:
 
         variants = {"spec_1_full": (spec(1), 1), "spec_4_full": (spec(4), 4),
                     "spec_1_full_3_shared": (shared, 4)}
-        kernels_only = {"spec_1_full": spec_kernels(1), "spec_4_full": spec_kernels(4)}
+        kernels_only = {name: spec_kernels(n) for name, n in (("spec_1_full", 1), ("spec_4_full", 4))
+                        if name in args.variants}
         if "lru_1_full" in args.variants:
             lru = _lru_variant(batch, sel, calls, positions)
             if lru is not None:
@@ -157,7 +151,8 @@ def run(args) -> int:
             floor_us = batch * UNIQUE_MISSES * item * n_layers / (h2d * 1e9) * 1e6
             us = ms * 1e3
             zc_us = zc_ms * 1e3 * n_layers
-            rows.append(dict(variant=name, batch=batch, gpu_us=us, kernel_us=kernel_us, floor_us=floor_us,
+            rows.append(dict(variant=name, batch=batch, gpu_us=us, kernel_us=kernel_us,
+                             floor_us=floor_us,
                              floor_pct=100 * floor_us / us, zc_us=zc_us,
                              zc_pct=100 * floor_us / zc_us,
                              gbps=batch * UNIQUE_MISSES * item * n_layers / (us * 1e-6) / 1e9,
@@ -169,8 +164,8 @@ def run(args) -> int:
             return 1
         layers = sel = None   # free the batch's buffers before the next one
         xp.get_default_memory_pool().free_all_blocks()
-    print_table(rows, ["variant", "batch", "gpu_us", "kernel_us", "floor_us", "floor_pct", "zc_us", "zc_pct",
-                       "gbps", "sglang_us"])
+    print_table(rows, ["variant", "batch", "gpu_us", "kernel_us", "floor_us", "floor_pct", "zc_us",
+                       "zc_pct", "gbps", "sglang_us"])
     return 0
 
 
