@@ -247,7 +247,8 @@ def run(args) -> int:
               "call_host_us: the same call until it returns (its host cost, kernel not awaited); "
               "call_shapes_us: the same with checks=\"shapes\"; value_check_us: their difference (what the "
               "device value pass costs a call); check_gpu_us: GPU time of the value pass alone (flags reset, "
-              "check kernel, read-back copy; host enqueue held out); kernel_us: GPU time (events); call_x: call_us / kernel_us", flush=True)
+              "check kernel, read-back copy; host enqueue held out); kernel_us: GPU time (events); "
+              "call_x: call_us / kernel_us", flush=True)
     for failure in device.fast_launch_failures:
         print(f"fell back to Numba's launch path: {failure}", flush=True)
     return 0
