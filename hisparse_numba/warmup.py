@@ -234,7 +234,8 @@ LESSON_TASKS = (
          "compile_examples"),
 )
 # The compile examples of every family (the compile-only check and the tests use them), the
-# sanitizer workload, and the benchmark harness.
+# sanitizer workload, the single-step fuzz, and the benchmark harness.
+FUZZ_PARTS = 10
 TEST_TASKS = (
     *(Task(f"single-step swap-in examples, {dt} indices{', recording the plan' if rec else ''}",
            "hisparse_numba.warmup", "single_step",
@@ -243,6 +244,10 @@ TEST_TASKS = (
     *(_spec(2, 2, 16, 16, rec, "compile examples") for rec in (False, True)),
     Task("speculative swap-in, sanitizer workload (source checkout)", "tests.hisparse.spec_workloads",
          "sanitizer_workload", seconds=52.0),
+    # the single-step fuzz's configurations (about 80 specialisations on a GPU), in parts
+    *(Task(f"single-step swap-in, the fuzz's configurations, part {part + 1} of {FUZZ_PARTS} (source "
+           "checkout)", "tests.hisparse.single_step_workloads", "compile_fuzz_configurations",
+           {"part": part, "parts": FUZZ_PARTS}, seconds=25.0) for part in range(FUZZ_PARTS)),
     Task("benchmark harness kernels", "hisparse_numba.warmup", "compile_harness"),
 )
 

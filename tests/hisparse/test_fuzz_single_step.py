@@ -6,7 +6,8 @@ reproduces it alone: ``pytest tests/hisparse/test_fuzz_single_step.py -k "seed_1
 simulator; ``HISPARSE_NUMBA_FUZZ_CONFIGS`` overrides) each run two decode steps of the swap-in
 (the second on the state the first left), the replay of the recorded plan into a second layer and a
 gather, and compare every output and state array byte for byte. Sizes come from a few (K, H) pairs
-so that the GPU compiles a bounded number of kernel specialisations.
+so that the GPU compiles a bounded number of kernel specialisations, which ``warmup --tests``
+compiles beforehand (``single_step_workloads.py``).
 
 The value checks are fuzzed too: random corruptions of valid calls, each judged by the check kernel
 and by its NumPy verdict, which must agree on every condition's count and first row.
@@ -30,13 +31,11 @@ from hisparse_numba.hisparse.swap_in import (load_cache_to_device_buffer_mla,
                                              load_cache_to_device_buffer_mla_reference)
 
 from ..conftest import ON_GPU, slow_on_gpu
+from .single_step_workloads import BLOCKS, SIZES
 
 SEED = 20261130
 FUZZ_CONFIGS = int(os.environ.get("HISPARSE_NUMBA_FUZZ_CONFIGS", 1000 if ON_GPU else 6))
-CHECK_CASES = 200 if ON_GPU else 12
-SIZES = ([(8, 16), (5, 12), (64, 128), (256, 300), (2048, 4096)] if ON_GPU
-         else [(8, 16), (5, 12), (4, 4)])
-BLOCKS = (256, 1024) if ON_GPU else (32, 64)
+CHECK_CASES = 200 if ON_GPU else 24
 
 
 def draw_problem(rng):
@@ -106,6 +105,24 @@ def run_config(seed: int) -> None:
 def test_random_valid_configurations_equal_the_reference(chunk):
     for i in range(chunk, FUZZ_CONFIGS, 4):
         run_config(SEED + i)
+
+
+@pytest.mark.slow
+def test_warmup_covers_the_fuzz():
+    """Every kernel specialisation the fuzz launches is one ``warmup --tests`` compiles, so the
+    GPU's fuzz loads its kernels from the cache instead of compiling about 80 of them."""
+    from hisparse_numba import warmup
+
+    tasks = [t for t in warmup.tasks_for("tests")
+             if t.function in ("compile_fuzz_configurations", "compile_gather")]
+    compiled, fuzzed = set(), set()
+    with warmup.recording_launches(compiled):
+        for task in tasks:
+            task.run()
+    with warmup.recording_launches(fuzzed):
+        for i in range(40 if ON_GPU else 6):
+            run_config(SEED + i)
+    assert fuzzed and not fuzzed - compiled, sorted(fuzzed - compiled)
 
 
 # ------------------------------------------------------- the value checks against their verdicts
