@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import device, value_flags
 from ..checks import FlagTally, claim_epoch
-from ..device import cuda
+from ..device import cuda, jit_kernel
 from ..value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, flag_bad_dev,
                            report_value_dev)
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
@@ -132,14 +132,21 @@ def row_rejected_dev(s_row, phase):
 def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
     """The one-pass value check for one (K, H): grid = batch rows, ``CHECK_BLOCK`` threads each.
 
+    The pass is latency-bound (a few KiB per row), so each thread first loads every element of the
+    row it will judge (its hot slots' device rows, LRU entries and tags, its lanes' positions and
+    their host rows) into registers, all loads in flight at once, and issues its claims before it
+    reads any of their answers; the phases after that read only registers and shared memory.
+
     Shared memory per block: the ``2K``-entry position hash of the swap-in kernel, ``K`` int32
     hit counters and an ``H``-bit set of the LRU row's slots (44 KiB at K=2048, H=32767).
     """
     K, H, BS = num_top_k, hot_buffer_size, CHECK_BLOCK
     HASH_SIZE = 2 * K
     SLOT_WORDS = (H + 31) // 32
+    SLOTS_PER_THREAD = (H + BS - 1) // BS
+    LANES_PER_THREAD = (K + BS - 1) // BS
 
-    @cuda.jit
+    @jit_kernel(max_threads=BS)
     def kernel(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
                req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
                claims, flags):
@@ -147,6 +154,12 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
         s_hits = cuda.shared.array(K, np.int32)          # slots holding each lane's position
         s_slots = cuda.shared.array(SLOT_WORDS, np.uint32)
         s_row = cuda.shared.array(3, np.int32)   # [0], [2]: broken in phase 1 / 2; [1]: newest lanes
+        locs = cuda.local.array(SLOTS_PER_THREAD, np.int64)   # this thread's slots p = tid + j * BS
+        slots = cuda.local.array(SLOTS_PER_THREAD, np.int64)
+        tags = cuda.local.array(SLOTS_PER_THREAD, np.int64)
+        claimed = cuda.local.array(SLOTS_PER_THREAD, np.int32)
+        lanes = cuda.local.array(LANES_PER_THREAD, np.int64)  # this thread's lanes i = tid + j * BS
+        sources = cuda.local.array(LANES_PER_THREAD, np.int64)
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         num_real = num_real_reqs[0]
@@ -172,21 +185,36 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
                 flag_bad_dev(flags, REQUEST, b)
             e += BS
 
-        p = tid
-        while p < H:
-            loc = device_buffer_locs[rid, p]
-            if loc < 0 or loc >= device_items:
-                flag_bad_dev(flags, HOT_LOCATION, b)
-            elif cuda.atomic.exch(claims, loc, epoch) == epoch:
-                flag_bad_dev(flags, HOT_LOCATION, b)
-            p += BS
+        for j in range(SLOTS_PER_THREAD):
+            p = tid + j * BS
+            if p < H:
+                locs[j] = device_buffer_locs[rid, p]
+                slots[j] = lru_slots[rid, p]
+                tags[j] = device_buffer_tokens[rid, p]
+        for j in range(LANES_PER_THREAD):
+            i = tid + j * BS
+            if i < K:
+                lanes[j] = top_k_tokens[b, i]
+        for j in range(LANES_PER_THREAD):               # host rows of in-range lanes, for misses
+            i = tid + j * BS
+            if seq_len > H and i < K and lanes[j] >= 0 and lanes[j] < host_cache_locs.shape[1]:
+                sources[j] = host_cache_locs[rid, lanes[j]]
+
+        for j in range(SLOTS_PER_THREAD):               # every claim in flight before any answer
+            p = tid + j * BS
+            if p < H and locs[j] >= 0 and locs[j] < device_items:
+                claimed[j] = cuda.atomic.exch(claims, locs[j], epoch)
+        for j in range(SLOTS_PER_THREAD):
+            p = tid + j * BS
+            if p < H:
+                if locs[j] < 0 or locs[j] >= device_items or claimed[j] == epoch:
+                    flag_bad_dev(flags, HOT_LOCATION, b)
 
         if seq_len <= H:                                  # fast path: lanes below min(seq_len, K)
-            i = tid
-            while i < min(seq_len, K):
-                if top_k_tokens[b, i] >= seq_len:
+            for j in range(LANES_PER_THREAD):
+                i = tid + j * BS
+                if i < min(seq_len, K) and lanes[j] >= seq_len:
                     flag_bad_dev(flags, SELECTION, b)
-                i += BS
             return
 
         newest = seq_len - 1
@@ -196,52 +224,45 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
         if tid < 3:
             s_row[tid] = 0
         cuda.syncthreads()
-        i = tid
-        while i < K:
-            t = top_k_tokens[b, i]
-            if t < 0 or t >= seq_len:
-                reject_row_dev(flags, SELECTION, b, s_row, 0)
-            elif t == newest:
-                if cuda.atomic.add(s_row, 1, 1) > 0:
+        for j in range(LANES_PER_THREAD):
+            i = tid + j * BS
+            if i < K:
+                t = lanes[j]
+                if t < 0 or t >= seq_len:
                     reject_row_dev(flags, SELECTION, b, s_row, 0)
-            elif not hash_insert_dev(s_hash, HASH_SIZE, t, i):
-                reject_row_dev(flags, SELECTION, b, s_row, 0)
-            i += BS
-        p = tid
-        while p < H:
-            slot = lru_slots[rid, p]
-            if slot < 0 or slot >= H:
-                reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
-            else:
-                bit = np.uint32(1) << np.uint32(slot % 32)
-                if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
+                elif t == newest:
+                    if cuda.atomic.add(s_row, 1, 1) > 0:
+                        reject_row_dev(flags, SELECTION, b, s_row, 0)
+                elif not hash_insert_dev(s_hash, HASH_SIZE, t, i):
+                    reject_row_dev(flags, SELECTION, b, s_row, 0)
+        for j in range(SLOTS_PER_THREAD):
+            if tid + j * BS < H:
+                slot = slots[j]
+                if slot < 0 or slot >= H:
                     reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
-            p += BS
+                else:
+                    bit = np.uint32(1) << np.uint32(slot % 32)
+                    if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
+                        reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
         if row_rejected_dev(s_row, 0):
             return
 
-        p = tid
-        while p < H:                                      # each selected position in one slot
-            tag = device_buffer_tokens[rid, p]
-            if tag >= 0 and tag != newest:
+        for j in range(SLOTS_PER_THREAD):               # each selected position in one slot
+            tag = tags[j]
+            if tid + j * BS < H and tag >= 0 and tag != newest:
                 lane = hash_find_dev(s_hash, HASH_SIZE, tag)
                 if lane >= 0 and cuda.atomic.add(s_hits, lane, 1) > 0:
                     reject_row_dev(flags, SLOT_STATE, b, s_row, 2)
-            p += BS
         if row_rejected_dev(s_row, 2):
             return
 
-        i = tid
-        while i < K:                                      # misses need a host row in the pool
-            t = top_k_tokens[b, i]
-            if t != newest and s_hits[i] == 0:
-                if t >= host_cache_locs.shape[1]:
-                    flag_bad_dev(flags, MISS_SOURCE, b)
-                else:
-                    src = host_cache_locs[rid, t]
-                    if src < 0 or src >= host_items:
+        for j in range(LANES_PER_THREAD):               # misses need a host row in the pool
+            i = tid + j * BS
+            if i < K:
+                t = lanes[j]
+                if t != newest and s_hits[i] == 0:
+                    if t >= host_cache_locs.shape[1] or sources[j] < 0 or sources[j] >= host_items:
                         flag_bad_dev(flags, MISS_SOURCE, b)
-            i += BS
 
     return kernel
 
