@@ -124,6 +124,15 @@ def host_cache_array(shape, dtype) -> np.ndarray:
     return a
 
 
+def mapped_view(a):
+    """A device array over the mapped pinned array ``a`` (``cuda.mapped_array``): what a kernel
+    writes into it, the host reads in ``a`` once the kernel is done. Under the simulator, ``a``."""
+    if SIMULATOR or COMPILE_ONLY:
+        return a
+    memory = xp.cuda.UnownedMemory(data_address(a), a.nbytes, a, device_id=xp.cuda.Device().id)
+    return xp.ndarray(a.shape, a.dtype, xp.cuda.MemoryPointer(memory, 0))
+
+
 def is_mapped(a) -> bool:
     """True when ``a`` is host memory that kernels can read without a copy."""
     if SIMULATOR or COMPILE_ONLY:
@@ -446,6 +455,7 @@ __all__ = [
     "fast_launch_failures",
     "host_cache_array",
     "is_mapped",
+    "mapped_view",
     "jit_kernel",
     "kernel_array",
     "launch",

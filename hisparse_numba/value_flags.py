@@ -1,18 +1,19 @@
 """Device-side value checks: one check kernel per call, its verdict, and the gate of the writers.
 
 A launcher checks the values its kernels index with (ranges, duplicates) on the device in one pass:
-:func:`start_check` enqueues a reset of a small flags buffer, the family's check kernel (which
-reports each bad element with :func:`flag_bad_dev`) and a copy of the flags to pinned memory. The
-launcher then enqueues its writing kernels with ``gate=check.gate``; each starts with ``if
-gate_closed_dev(gate): return``. Only :meth:`ValueCheck.verdict` waits, and only for the check, so
-a rejected call writes nothing and an accepted one never idles the stream
+:func:`start_check` enqueues a reset of a small flags buffer and the family's check kernel, which
+reports each bad element with :func:`flag_bad_dev` and ends with :func:`finish_check_dev`: the
+block that finishes last writes the flags straight into pinned host memory (mapped), so no copy
+follows the kernel. The launcher then enqueues its writing kernels with ``gate=check.gate``; each
+starts with ``if gate_closed_dev(gate): return``. Only :meth:`ValueCheck.verdict` waits, and only
+for the check, so a rejected call writes nothing and an accepted one never idles the stream
 (docs/two-worlds.md, "Value checks on the device"). Every ``*_checks.py`` module builds on this.
 
 Shapes: the flags are ``FLAG_WORDS`` int64 words: ``(count, first index)`` per condition
 (``CHECK_CONDITIONS`` of them), then the gate word; after them ``EPOCH_WORD``, an input: the
-call's claim epoch (``checks.claim_epoch``), written by the reset copy. So a check kernel's
-arguments are the same objects on every call of a decode loop, and ``device.launch`` reuses their
-argument list.
+call's claim epoch (``checks.claim_epoch``), written by the reset copy, and ``DONE_WORD``, the
+count of blocks that have finished. So a check kernel's arguments are the same objects on every
+call of a decode loop, and ``device.launch`` reuses their argument list.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ CHECK_CONDITIONS = 8
 GATE_WORD = 2 * CHECK_CONDITIONS   # any flagged element sets it; gated kernels then write nothing
 FLAG_WORDS = GATE_WORD + 1        # what the verdict reads back
 EPOCH_WORD = FLAG_WORDS           # set by the host before each check: the call's claim epoch
+DONE_WORD = EPOCH_WORD + 1        # blocks of the check kernel that have finished (finish_check_dev)
+DEVICE_WORDS = DONE_WORD + 1
 
 
 @cuda.jit(device=True, inline=True)
@@ -66,6 +69,25 @@ def claim_epoch_dev(flags):
 
 
 @cuda.jit(device=True, inline=True)
+def finish_check_dev(flags, verdict):
+    """The last statement of every check kernel, reached by every thread of every block: the
+    block that finishes last copies the flags into ``verdict`` (``FLAG_WORDS`` words of mapped
+    pinned memory), which the host reads once the kernel is done. This replaces a copy after the
+    kernel, which cost about 5 us of GPU time on an H200 (notes/gpu-runs.md, session 10)."""
+    last = cuda.shared.array(1, np.int32)
+    cuda.threadfence()              # this thread's flags are visible before its block counts as done
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        last[0] = cuda.atomic.add(flags, DONE_WORD, 1) == cuda.gridDim.x - 1
+    cuda.syncthreads()
+    if last[0]:
+        w = cuda.threadIdx.x
+        while w < FLAG_WORDS:       # read at the L2 by an atomic: never a stale line of this SM
+            verdict[w] = cuda.atomic.add(flags, w, 0)
+            w += cuda.blockDim.x
+
+
+@cuda.jit(device=True, inline=True)
 def block_fill_dev(a, n, value, tid, num_threads):
     """``a[0:n] = value``, the ``num_threads`` threads of a block striding over it (no barrier)."""
     i = tid
@@ -75,7 +97,7 @@ def block_fill_dev(a, n, value, tid, num_threads):
 
 
 def _flag_init() -> np.ndarray:
-    init = np.zeros(FLAG_WORDS + 1, dtype=np.int64)
+    init = np.zeros(DEVICE_WORDS, dtype=np.int64)
     init[1:GATE_WORD:2] = _INT64_MAX
     return init
 
@@ -89,15 +111,17 @@ def open_gate():
 
 class _StreamFlags:
     """The flags of one stream: device words, their initial value in pinned memory (with the
-    epoch word the host sets), a pinned copy of the verdict and an event. ``unsettled``: a check
-    was enqueued and its verdict not yet taken, so its reset copy may still read ``init``."""
+    epoch word the host sets), the verdict in mapped pinned memory (``verdict`` for the host,
+    ``verdict_dev`` for the kernel) and an event. ``unsettled``: a check was enqueued and its
+    verdict not yet taken, so its reset copy may still read ``init``."""
 
     def __init__(self):
         self.flags = xp.asarray(_flag_init())
-        self.init = cuda.pinned_array(FLAG_WORDS + 1, np.int64)
+        self.init = cuda.pinned_array(DEVICE_WORDS, np.int64)
         self.init[:] = _flag_init()
-        self.pinned = cuda.pinned_array(FLAG_WORDS, np.int64)
-        self.init_ptr, self.pinned_ptr = self.init.ctypes.data, self.pinned.ctypes.data
+        self.init_ptr = self.init.ctypes.data
+        self.verdict = cuda.mapped_array(FLAG_WORDS, np.int64)
+        self.verdict_dev = device.mapped_view(self.verdict)
         self.event = xp.cuda.Event(block=False, disable_timing=True)
         self.unsettled = False
 
@@ -109,17 +133,16 @@ class ValueCheck:
     """An enqueued value check (:func:`start_check`): ``gate`` goes to the call's writing kernels,
     :meth:`verdict` waits for the check alone and returns ``[(count, first_index), ...]``."""
 
-    __slots__ = ("gate", "_slot")
+    __slots__ = ("gate", "_out", "_slot")
 
-    def __init__(self, gate, slot):
-        self.gate, self._slot = gate, slot
+    def __init__(self, gate, out, slot):
+        self.gate, self._out, self._slot = gate, out, slot
 
     def verdict(self) -> list:
-        out = self.gate
         if self._slot is not None:
             self._slot.event.synchronize()
             self._slot.unsettled = False
-            out = self._slot.pinned
+        out = self._out
         return [(int(out[2 * c]), int(out[2 * c + 1]) if out[2 * c] else -1)
                 for c in range(CHECK_CONDITIONS)]
 
@@ -128,10 +151,12 @@ def start_check(kernel, grid, block, *args, epoch: int = 0) -> ValueCheck:
     """Enqueue the value-check ``kernel`` over ``args`` and return its :class:`ValueCheck`.
 
     Contract: ``kernel`` takes ``args`` followed by ``flags``, an int64 device array of
-    ``FLAG_WORDS + 1`` entries, and reports each bad element with ``flag_bad_dev(flags, condition,
-    index)``; ``claim_epoch_dev(flags)`` is ``epoch``. On a GPU the flags of the current stream
-    are reset (a copy from pinned memory, which carries the epoch), the
-    check runs, and a 136-byte copy to pinned memory follows, all enqueued without waiting. The
+    ``DEVICE_WORDS`` entries, and ``verdict``; it reports each bad element with
+    ``flag_bad_dev(flags, condition, index)``, reads ``claim_epoch_dev(flags)`` (``epoch``), and
+    every thread ends in ``finish_check_dev(flags, verdict)``; its grid is one-dimensional. On a
+    GPU the flags of the current stream are reset (a copy from pinned memory, which carries the
+    epoch) and the check runs, both enqueued without waiting; its last block writes the verdict
+    to pinned memory. The
     launcher then enqueues its writing kernels with ``gate=check.gate``: each starts with
     ``if gate_closed_dev(gate): return``, so a rejected call writes nothing although its kernels
     were already queued. Only :meth:`ValueCheck.verdict` waits, and only for the check, so the
@@ -139,10 +164,10 @@ def start_check(kernel, grid, block, *args, epoch: int = 0) -> ValueCheck:
     Calls on one stream must take their verdict before the next call's check starts.
     """
     if _BACKEND != "cuda":
-        flags = _flag_init()
+        flags, verdict = _flag_init(), np.zeros(FLAG_WORDS, np.int64)
         flags[EPOCH_WORD] = epoch
-        device.launch(kernel, grid, block, *args, flags)
-        return ValueCheck(flags, None)
+        device.launch(kernel, grid, block, *args, flags, verdict)
+        return ValueCheck(flags, verdict, None)
     stream = _CUPY_CURRENT_STREAM()
     slot = _stream_flags.get(stream.ptr)
     if slot is None:
@@ -152,14 +177,11 @@ def start_check(kernel, grid, block, *args, epoch: int = 0) -> ValueCheck:
     slot.init[EPOCH_WORD] = epoch
     slot.unsettled = True
     runtime = xp.cuda.runtime
-    flags_ptr = slot.flags.data.ptr
-    runtime.memcpyAsync(flags_ptr, slot.init_ptr, (FLAG_WORDS + 1) * 8,
+    runtime.memcpyAsync(slot.flags.data.ptr, slot.init_ptr, DEVICE_WORDS * 8,
                         runtime.memcpyHostToDevice, stream.ptr)
-    device.launch(kernel, grid, block, *args, slot.flags)
-    runtime.memcpyAsync(slot.pinned_ptr, flags_ptr, FLAG_WORDS * 8,
-                        runtime.memcpyDeviceToHost, stream.ptr)
+    device.launch(kernel, grid, block, *args, slot.flags, slot.verdict_dev)
     slot.event.record(stream)
-    return ValueCheck(slot.flags, slot)
+    return ValueCheck(slot.flags, slot.verdict, slot)
 
 
 def check_flags(kernel, grid, block, *args, epoch: int = 0) -> list:

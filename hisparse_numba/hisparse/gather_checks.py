@@ -17,7 +17,7 @@ from .. import device, value_flags
 from ..checks import (check_dtype, check_int, check_item_buffer, check_item_copy, check_mode, check_ndim,
                       check_no_overlap, claim_epoch, fail, require_array)
 from ..device import cuda
-from ..value_flags import claim_epoch_dev, flag_bad_dev
+from ..value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
 
 SOURCE_OUT_OF_POOL, DESTINATION_OUT_OF_POOL, DESTINATION_TWICE = 0, 1, 2
 CHECK_BLOCK = 32 if device.SIMULATOR else 256   # the simulator runs each thread as a Python thread
@@ -55,8 +55,8 @@ def gather_flags_reference(src_locs, dst_locs, host_items: int, device_items: in
     return flags
 
 
-@cuda.jit
-def gather_check_kernel(src_locs, dst_locs, host_items, device_items, claims, flags):
+@cuda.jit(device=True, inline=True)
+def gather_check_dev(src_locs, dst_locs, host_items, device_items, claims, flags):
     epoch = claim_epoch_dev(flags)
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i >= src_locs.shape[0]:
@@ -68,6 +68,12 @@ def gather_check_kernel(src_locs, dst_locs, host_items, device_items, claims, fl
         flag_bad_dev(flags, DESTINATION_OUT_OF_POOL, i)
     elif cuda.atomic.exch(claims, dst, epoch) == epoch:
         flag_bad_dev(flags, DESTINATION_TWICE, i)
+
+
+@cuda.jit
+def gather_check_kernel(src_locs, dst_locs, host_items, device_items, claims, flags, verdict):
+    gather_check_dev(src_locs, dst_locs, host_items, device_items, claims, flags)
+    finish_check_dev(flags, verdict)
 
 
 def gather_value_flags(src_locs, dst_locs, host_items: int, device_items: int) -> list:

@@ -26,7 +26,8 @@ from ..checks import (FlagTally, attach_check, check_block_size, check_flag, che
                       check_no_overlap, claim_epoch, describe, fail, remember_host_checks,
                       require_array, settle)
 from ..device import cuda
-from ..value_flags import CHECK_CONDITIONS, claim_epoch_dev, flag_bad_dev, report_value_dev
+from ..value_flags import (CHECK_CONDITIONS, claim_epoch_dev, finish_check_dev, flag_bad_dev,
+                           report_value_dev)
 
 NUM_REAL, COUNT, SOURCE, DESTINATION = range(4)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
@@ -92,9 +93,9 @@ def planned_copy_flags_reference(call: PlannedCopyCall) -> list:
     return tally.verdict()
 
 
-@cuda.jit
-def planned_copy_check_kernel(miss_src, miss_dst, miss_count, num_real_reqs, rows, cols, host_items,
-                              device_items, claims, flags):
+@cuda.jit(device=True, inline=True)
+def planned_copy_check_dev(miss_src, miss_dst, miss_count, num_real_reqs, rows, cols, host_items,
+                           device_items, claims, flags):
     epoch = claim_epoch_dev(flags)
     r = cuda.blockIdx.x
     tid = cuda.threadIdx.x
@@ -121,6 +122,14 @@ def planned_copy_check_kernel(miss_src, miss_dst, miss_count, num_real_reqs, row
         elif cuda.atomic.exch(claims, dst, epoch) == epoch:
             flag_bad_dev(flags, DESTINATION, r)
         m += cuda.blockDim.x
+
+
+@cuda.jit
+def planned_copy_check_kernel(miss_src, miss_dst, miss_count, num_real_reqs, rows, cols, host_items,
+                              device_items, claims, flags, verdict):
+    planned_copy_check_dev(miss_src, miss_dst, miss_count, num_real_reqs, rows, cols, host_items,
+                           device_items, claims, flags)
+    finish_check_dev(flags, verdict)
 
 
 def start_planned_copy_check(call: PlannedCopyCall) -> value_flags.ValueCheck:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import device, value_flags
 from ..checks import fail
 from ..device import cuda
-from ..value_flags import flag_bad_dev
+from ..value_flags import finish_check_dev, flag_bad_dev
 
 CHECK_THREADS = 128
 # conditions of the initialiser's check (value_flags.check_flags)
@@ -52,8 +52,8 @@ def claim_slot_dev(bits, slot):
     return (cuda.atomic.or_(bits, slot >> 6, bit) & bit) != 0
 
 
-@cuda.jit
-def initialize_check_kernel(req_pool_indices, num_requests, slot_bits, flags):
+@cuda.jit(device=True, inline=True)
+def initialize_check_dev(req_pool_indices, num_requests, slot_bits, flags):
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i >= req_pool_indices.shape[0]:
         return
@@ -62,6 +62,12 @@ def initialize_check_kernel(req_pool_indices, num_requests, slot_bits, flags):
         flag_bad_dev(flags, INIT_OUTSIDE, i)
     elif claim_slot_dev(slot_bits, rid):
         flag_bad_dev(flags, INIT_DUPLICATE, rid)
+
+
+@cuda.jit
+def initialize_check_kernel(req_pool_indices, num_requests, slot_bits, flags, verdict):
+    initialize_check_dev(req_pool_indices, num_requests, slot_bits, flags)
+    finish_check_dev(flags, verdict)
 
 
 @functools.lru_cache(maxsize=8)

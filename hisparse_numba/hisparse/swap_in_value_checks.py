@@ -29,8 +29,8 @@ import numpy as np
 from .. import device, value_flags
 from ..checks import FlagTally, claim_epoch
 from ..device import cuda, jit_kernel
-from ..value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, flag_bad_dev,
-                           report_value_dev)
+from ..value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, finish_check_dev,
+                           flag_bad_dev, report_value_dev)
 from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 if TYPE_CHECKING:
@@ -146,10 +146,10 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
     SLOTS_PER_THREAD = (H + BS - 1) // BS
     LANES_PER_THREAD = (K + BS - 1) // BS
 
-    @jit_kernel(max_threads=BS)
-    def kernel(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-               req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
-               claims, flags):
+    @cuda.jit(device=True, inline=True)
+    def check_row_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                      req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
+                      claims, flags):
         s_hash = cuda.shared.array(HASH_SIZE, np.int64)
         s_hits = cuda.shared.array(K, np.int32)          # slots holding each lane's position
         s_slots = cuda.shared.array(SLOT_WORDS, np.uint32)
@@ -263,6 +263,15 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
                 if t != newest and s_hits[i] == 0:
                     if t >= host_cache_locs.shape[1] or sources[j] < 0 or sources[j] >= host_items:
                         flag_bad_dev(flags, MISS_SOURCE, b)
+
+    @jit_kernel(max_threads=BS)
+    def kernel(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+               req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
+               claims, flags, verdict):
+        check_row_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                      req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
+                      claims, flags)
+        finish_check_dev(flags, verdict)
 
     return kernel
 

@@ -28,7 +28,7 @@ from ..checks import (CANARY_PREFIX, check_array, check_int, check_mode, check_n
                       check_values, describe, element_at, fail, raise_first,
                       remember_host_checks, require_array, settle)
 from ..device import cuda
-from ..value_flags import flag_bad_dev
+from ..value_flags import finish_check_dev, flag_bad_dev
 from .plan_types import VerifyPlan, WritePlan
 
 PLAN_BS_BLOCK_SIZE = 4096
@@ -202,9 +202,9 @@ def plan_value_verdict_reference(req_pool_indices, prefix_lens, extend_seq_lens,
     return verdict + [(0, -1)] * (value_flags.CHECK_CONDITIONS - len(verdict))
 
 
-@cuda.jit
-def plan_value_check_kernel(req_pool_indices, prefix_lens, extend_seq_lens, max_reqs, max_seq_len,
-                            pool_rows, flags):
+@cuda.jit(device=True, inline=True)
+def plan_value_check_dev(req_pool_indices, prefix_lens, extend_seq_lens, max_reqs, max_seq_len,
+                         pool_rows, flags):
     r = cuda.grid(1)
     while r < req_pool_indices.shape[0]:
         rp = req_pool_indices[r]
@@ -219,6 +219,14 @@ def plan_value_check_kernel(req_pool_indices, prefix_lens, extend_seq_lens, max_
             if pool_rows >= 0 and rp >= pool_rows:
                 flag_bad_dev(flags, POOL_TOO_SHORT, r)
         r += cuda.gridsize(1)
+
+
+@cuda.jit
+def plan_value_check_kernel(req_pool_indices, prefix_lens, extend_seq_lens, max_reqs, max_seq_len,
+                            pool_rows, flags, verdict):
+    plan_value_check_dev(req_pool_indices, prefix_lens, extend_seq_lens, max_reqs, max_seq_len,
+                         pool_rows, flags)
+    finish_check_dev(flags, verdict)
 
 
 def _value_geometry(bs: int) -> tuple[int, int]:

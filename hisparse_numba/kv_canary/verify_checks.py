@@ -24,7 +24,7 @@ from .. import device, value_flags
 from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, check_values, describe,
                       element_at, fail, raise_first, remember_host_checks, settle)
 from ..device import cuda
-from ..value_flags import flag_bad_dev
+from ..value_flags import finish_check_dev, flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory, check_plan_arrays
 from .plan_types import VerifyPlan
 
@@ -95,8 +95,8 @@ def verify_value_verdict_reference(slots, prev_slots, num_valid, enable, num_slo
     return verdict
 
 
-@cuda.jit
-def verify_value_check_kernel(slots, prev_slots, num_valid, enable, num_slots, flags):
+@cuda.jit(device=True, inline=True)
+def verify_value_check_dev(slots, prev_slots, num_valid, enable, num_slots, flags):
     if enable[0] == 0:
         return
     active = min(max(np.int64(num_valid[0]), 0), slots.shape[0])
@@ -109,6 +109,12 @@ def verify_value_check_kernel(slots, prev_slots, num_valid, enable, num_slots, f
             if prev_slots[k] >= num_slots:
                 flag_bad_dev(flags, PREV_PAST_BUFFER, k)
         k += cuda.gridsize(1)
+
+
+@cuda.jit
+def verify_value_check_kernel(slots, prev_slots, num_valid, enable, num_slots, flags, verdict):
+    verify_value_check_dev(slots, prev_slots, num_valid, enable, num_slots, flags)
+    finish_check_dev(flags, verdict)
 
 
 def _entries_geometry(capacity: int) -> tuple[int, int]:

@@ -35,7 +35,7 @@ from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, check_
                       describe, element_at, fail, raise_first, remember_host_checks, require_array,
                       settle)
 from ..device import cuda
-from ..value_flags import claim_epoch_dev, flag_bad_dev
+from ..value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
 from .context import VerifyOrWriteContext, check_context, check_launch_memory, check_plan_arrays
 from .plan_types import WritePlan
 
@@ -152,9 +152,9 @@ def write_value_verdict_reference(write_offsets, seeds, num_valid_reqs, out_cach
     return verdict + [(0, -1)] * (value_flags.CHECK_CONDITIONS - len(verdict))
 
 
-@cuda.jit
-def write_value_check_kernel(write_offsets, seeds, num_valid_reqs, out_cache_loc, num_slots, marks,
-                             flags):
+@cuda.jit(device=True, inline=True)
+def write_value_check_dev(write_offsets, seeds, num_valid_reqs, out_cache_loc, num_slots, marks,
+                          flags):
     epoch = claim_epoch_dev(flags)
     r = cuda.blockIdx.x
     t = cuda.threadIdx.x
@@ -190,6 +190,14 @@ def write_value_check_kernel(write_offsets, seeds, num_valid_reqs, out_cache_loc
             if cuda.atomic.add(marks, (1, slot), np.int32(0)) == epoch:
                 flag_bad_dev(flags, SLOT_IS_SEED, slot)
         i += cuda.blockDim.x
+
+
+@cuda.jit
+def write_value_check_kernel(write_offsets, seeds, num_valid_reqs, out_cache_loc, num_slots, marks,
+                             flags, verdict):
+    write_value_check_dev(write_offsets, seeds, num_valid_reqs, out_cache_loc, num_slots, marks,
+                          flags)
+    finish_check_dev(flags, verdict)
 
 
 def _rows_geometry(rows: int) -> tuple[int, int]:

@@ -35,7 +35,7 @@ import numpy as np
 from ... import device, value_flags
 from ...checks import element_at, fail
 from ...device import cuda, jit_kernel
-from ...value_flags import flag_bad_dev
+from ...value_flags import finish_check_dev, flag_bad_dev
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
 from ..spec_state_checks import claim_slot_dev
 from ...arguments import derived_argument, int64_view
@@ -130,11 +130,10 @@ def hold_location_dev(bits, first_location_bit, loc, flags):
         flag_bad_dev(flags, REPEATED_LOC, loc)
 
 
-@jit_kernel(max_threads=CHECK_THREADS)
-def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices,
-                       seq_lens, num_real_reqs, cache_policy, scratch_locs, scratch_state,
-                       metadata, host_items, device_items, epoch_limit, bits,
-                       first_location_bit, flags):
+@cuda.jit(device=True, inline=True)
+def value_check_dev(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices, seq_lens,
+                    num_real_reqs, cache_policy, scratch_locs, scratch_state, metadata, host_items,
+                    device_items, epoch_limit, bits, first_location_bit, flags):
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
@@ -201,6 +200,17 @@ def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_po
         if r < 0 or r >= epoch_limit:
             flag_bad_dev(flags, STATE, 4 * b + EPOCHS)
         s += nthreads
+
+
+@jit_kernel(max_threads=CHECK_THREADS)
+def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices,
+                       seq_lens, num_real_reqs, cache_policy, scratch_locs, scratch_state, metadata,
+                       host_items, device_items, epoch_limit, bits, first_location_bit, flags,
+                       verdict):
+    value_check_dev(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices, seq_lens,
+                    num_real_reqs, cache_policy, scratch_locs, scratch_state, metadata, host_items,
+                    device_items, epoch_limit, bits, first_location_bit, flags)
+    finish_check_dev(flags, verdict)
 
 
 @functools.lru_cache(maxsize=8)
