@@ -218,7 +218,7 @@ _CUPY_ARRAY, _WORDS, _OTHER = 0, 1, 2
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _fast_entries: dict = {}
 _core_streams: dict = {}
-_last_launch: dict = {}    # kernel -> the argument list of its last launch (see _repeat_launch)
+_last_launch: dict = {}    # kernel -> its last launch (_LastLaunch; see _patched_argument_list)
 fast_launch_failures: list = []  # why a kernel fell back to Numba's launch path (expected empty)
 
 
@@ -334,9 +334,12 @@ def launch(kernel, grid, block, *args) -> None:
         return
     ptr = _CUPY_CURRENT_STREAM().ptr
     last = _last_launch.get(kernel)
-    if last is not None and _repeat_launch(last, grid, block, ptr, args):
-        _CORE_LAUNCH(last[4], last[5], last[6], *last[7])
-        return
+    if last is not None and last.grid == grid and last.block == block and last.ptr == ptr \
+            and len(last.args) == len(args):
+        kargs = _patched_argument_list(kernel, last, args)
+        if kargs is not None:
+            _CORE_LAUNCH(last.stream, last.config, last.entry.cufunc, *kargs)
+            return
     entry = _fast_entry(kernel, args)
     if entry is None:
         launch_plain(kernel, grid, block, *args)
@@ -344,22 +347,15 @@ def launch(kernel, grid, block, *args) -> None:
     stream = _core_streams.get(ptr)
     if stream is None:
         stream = _core_streams[ptr] = _CORE_STREAM.from_handle(ptr)
-    kargs = []
-    extend = kargs.extend
+    kargs, spans = [], []
     for kind, ty, a in zip(entry.kinds, entry.argtypes, args):
-        if kind == _CUPY_ARRAY:
-            extend((0, 0, a.size, a.itemsize, a.data.ptr))
-            extend(a.shape)
-            extend(a.strides)
-        elif kind == _WORDS:
-            extend((0, 0, a.size, 8, a.ptr, a.size, 8))
-        else:
-            entry.kernel._prepare_args(ty, a, stream, [], kargs)
+        begin = len(kargs)
+        kargs.extend(_argument_words(entry, kind, ty, a, stream))
+        spans.append((begin, len(kargs)))
     config = _launch_config(entry, grid, block)
     if entry.launched:
         _CORE_LAUNCH(stream, config, entry.cufunc, *kargs)
-        _last_launch[kernel] = (grid, block, ptr, args, stream, config, entry.cufunc, kargs,
-                                _array_facts(args))
+        _last_launch[kernel] = _LastLaunch(grid, block, ptr, args, stream, config, entry, kargs, spans)
         return
     try:
         _CORE_LAUNCH(stream, config, entry.cufunc, *kargs)
@@ -370,25 +366,67 @@ def launch(kernel, grid, block, *args) -> None:
         launch_plain(kernel, grid, block, *args)
 
 
-def _array_facts(args) -> tuple:
-    return tuple((a.data.ptr, a.shape, a.strides) for a in args if type(a) is _CUPY_NDARRAY)
+def _argument_words(entry, kind, ty, a, stream) -> list:
+    """The words of argument ``a`` in a kernel's argument list (an array: its meminfo and parent
+    placeholders, size, item size, data pointer, shape and strides)."""
+    if kind == _CUPY_ARRAY:
+        return [0, 0, a.size, a.itemsize, a.data.ptr, *a.shape, *a.strides]
+    if kind == _WORDS:
+        return [0, 0, a.size, 8, a.ptr, a.size, 8]
+    words = []
+    entry.kernel._prepare_args(ty, a, stream, [], words)
+    return words
 
 
-def _repeat_launch(last, grid, block, ptr, args) -> bool:
-    """True when ``args`` are the arguments of the kernel's previous launch: the same array
-    objects (still at the same address, shape and strides) and equal scalars, with the same grid,
-    block and stream. Such a launch reuses the argument list it wrote then (a decode loop passes
-    the same buffers at every step); the previous arguments are held, so their ids stay theirs."""
-    if last[0] != grid or last[1] != block or last[2] != ptr or len(last[3]) != len(args):
-        return False
-    for a, b in zip(last[3], args):
-        if a is b:
+def _array_facts(a):
+    return (a.data.ptr, a.shape, a.strides) if type(a) is _CUPY_NDARRAY else None
+
+
+class _LastLaunch:
+    """A kernel's last launch from :func:`launch`: its configuration, its arguments (held, so
+    their ids stay theirs), their argument list and where each argument's words lie in it."""
+
+    __slots__ = ("grid", "block", "ptr", "args", "stream", "config", "entry", "kargs", "spans", "facts")
+
+    def __init__(self, grid, block, ptr, args, stream, config, entry, kargs, spans):
+        self.grid, self.block, self.ptr, self.args = grid, block, ptr, args
+        self.stream, self.config, self.entry, self.kargs, self.spans = stream, config, entry, kargs, spans
+        self.facts = tuple(_array_facts(a) for a in args)
+
+
+def _same_argument(old, new, old_facts) -> bool:
+    if old is new:
+        return old_facts is None or old_facts == _array_facts(new)   # a CuPy array can be reshaped
+    t = type(new)
+    return type(old) is t and (t is int or t is float or t is bool or isinstance(new, np.generic)) \
+        and old == new
+
+
+def _patched_argument_list(kernel, last, args):
+    """The argument list for ``args`` made from the kernel's last launch (same grid, block, stream
+    and arity): that list itself when every argument is the same (a decode loop passes the same
+    buffers at every step), else a copy with the words of the arguments that changed rewritten,
+    provided each keeps its type (a new query array each step). None when a type changed: the
+    caller then writes the whole list."""
+    kargs = last.kargs
+    changed = None
+    for i, (old, new) in enumerate(zip(last.args, args)):
+        if _same_argument(old, new, last.facts[i]):
             continue
-        t = type(a)
-        if t is not type(b) or not (t is int or t is float or t is bool or isinstance(a, np.generic)) \
-                or a != b:
-            return False
-    return last[8] == _array_facts(args)
+        if type(old) is not type(new) or _arg_key(new) != _arg_key(old) or _arg_key(new) is None:
+            return None
+        if changed is None:
+            changed = list(kargs)
+        begin, end = last.spans[i]
+        words = _argument_words(last.entry, last.entry.kinds[i], last.entry.argtypes[i], new, last.stream)
+        if len(words) != end - begin:
+            return None
+        changed[begin:end] = words
+    if changed is None:
+        return kargs
+    _last_launch[kernel] = _LastLaunch(last.grid, last.block, last.ptr, args, last.stream, last.config,
+                                       last.entry, changed, last.spans)
+    return changed
 
 
 def launch_plain(kernel, grid, block, *args) -> None:

@@ -64,7 +64,7 @@ def test_launch_paths_match_the_numpy_answer(rng, path):
 
 
 @cuda.jit
-def range_check_kernel(values, lo, hi, flags):
+def range_check_kernel(values, lo, hi, flags, verdict):
     i = cuda.grid(1)
     if i < values.shape[0]:
         v = values[i]
@@ -72,6 +72,7 @@ def range_check_kernel(values, lo, hi, flags):
             value_flags.flag_bad_dev(flags, 0, i)
         if v >= hi:
             value_flags.flag_bad_dev(flags, 1, i)
+    value_flags.finish_check_dev(flags, verdict)
 
 
 def test_check_flags_reports_count_and_first_bad_index_and_resets():
@@ -82,6 +83,10 @@ def test_check_flags_reports_count_and_first_bad_index_and_resets():
     assert all(g == (0, -1) for g in got[2:])
     clean = device.to_device(np.array([0, 1, 7], dtype=np.int32))
     assert value_flags.check_flags(range_check_kernel, 1, 32, clean, 0, 8) == [(0, -1)] * 8
+    # many blocks: the last one to finish writes every block's flags into the verdict
+    many = np.arange(-50, 950, dtype=np.int32)
+    got = value_flags.check_flags(range_check_kernel, 8, 128, device.to_device(many), 0, 900)
+    assert got[0] == (50, 0) and got[1] == (50, 950) and all(g == (0, -1) for g in got[2:])
 
 
 @cuda.jit
@@ -161,5 +166,22 @@ def test_a_repeated_launch_reuses_its_argument_list_only_for_the_same_arguments(
     assert device.to_host(b).tolist() == [7] * 4 + [0] * 4
     device.launch(_fill_kernel, 1, 32, a, 8, np.int64(9))
     assert device.to_host(a).tolist() == [9] * 8
+    # a new array of another dtype, a view with other strides, a reshaped array: each right
+    c = device.to_device(np.zeros(8, np.int32))
+    device.launch(_fill_kernel, 1, 32, c, 8, 2)
+    assert device.to_host(c).tolist() == [2] * 8
+    wide = device.to_device(np.zeros(16, np.int64))
+    device.launch(_fill_kernel, 1, 32, wide[::2], 8, 4)
+    assert device.to_host(wide).tolist() == [4, 0] * 8
+    device.launch(_fill_kernel, 1, 32, wide[1::2], 8, 6)
+    assert device.to_host(wide).tolist() == [4, 6] * 8
     if device.backend() == "cuda":
         assert device.byte_words(a) is device.byte_words(a)     # one view object per buffer
+        last = device._last_launch[_fill_kernel]
+        view = wide[1::2]
+        device.launch(_fill_kernel, 1, 32, view, 8, 6)    # a new view object: its words rewritten
+        patched = device._last_launch[_fill_kernel]
+        assert patched is not last and patched.kargs == last.kargs
+        device.launch(_fill_kernel, 1, 32, view, 8, 6)    # the same objects: the same list
+        assert device._last_launch[_fill_kernel] is patched
+        assert device.to_host(wide).tolist() == [4, 6] * 8

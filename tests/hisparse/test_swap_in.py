@@ -420,7 +420,7 @@ def test_a_decode_loop_reuses_the_check_kernels_argument_list():
                                                num_real=3, block_size=32))
     load_cache_to_device_buffer_mla(**p)
     kernel = swap_in_check_kernel(8, 16)
-    first = device._last_launch[kernel][7]
+    first = device._last_launch[kernel].kargs
     load_cache_to_device_buffer_mla(**p)
-    assert device._last_launch[kernel][7] is first and device._last_launch[kernel][0] == 3
-    assert CHECK_BLOCK == device._last_launch[kernel][1]
+    assert device._last_launch[kernel].kargs is first and device._last_launch[kernel].grid == 3
+    assert CHECK_BLOCK == device._last_launch[kernel].block
