@@ -17,8 +17,8 @@ sglang's kv-canary messages open with ``kv-canary:``.
   writes shares no byte with another argument).
 * Copies: :func:`check_block_size`, :func:`check_item_copy` (the 16-byte rule),
   :func:`check_item_buffer`, :func:`check_miss_plan` (sglang's plan checks, in its order).
-* Device value checks: :func:`claim_epoch` (a row-claim table that is never cleared) and
-  :func:`raise_first` (the message of the first condition a check kernel flagged).
+* Device value checks: :func:`raise_first` (the message of the first condition a check kernel
+  flagged); the row-claim tables are ``value_flags.claim_table``.
 """
 
 from __future__ import annotations
@@ -272,33 +272,9 @@ def check_no_overlap(written: dict, read: dict, prefix: str = "") -> None:
 
 # ------------------------------------------------------------------------ device value checks
 
-_claims = {}   # planes -> [table, epoch]
-
-
 def element_at(a, *index) -> int:
     """One element of a (device) array, read back to the host: only to word a rejection."""
     return int(device.to_host(a[index]))
-
-
-def claim_epoch(rows: int, planes: int = 0):
-    """``(table, epoch)`` for one value check that claims rows ``0..rows-1`` on the device; the
-    check kernel takes the table and reads the epoch with ``value_flags.claim_epoch_dev`` (pass
-    ``epoch=epoch`` to ``value_flags.start_check``).
-
-    A check kernel proves that rows are distinct by claiming each in an int32 table with this
-    call's epoch number (``cuda.atomic.exch``): a row whose previous value is already this epoch
-    is claimed twice. The table (``[rows]``, or ``[planes, rows]`` for ``planes`` independent
-    claims) is allocated once per size and never cleared between calls, so a check costs no
-    memset and no memory that grows with the values.
-    """
-    entry = _claims.get(planes)
-    size = entry[0].shape[-1] if entry else 0
-    if entry is None or size < rows or entry[1] >= 2**31 - 2:
-        shape = max(int(rows), size, 1)
-        table = device.xp.zeros(shape if planes == 0 else (planes, shape), dtype=np.int32)
-        entry = _claims[planes] = [table, 0]
-    entry[1] += 1
-    return entry[0], entry[1]
 
 
 class FlagTally:

@@ -1,19 +1,21 @@
 """Device-side value checks: one check kernel per call, its verdict, and the gate of the writers.
 
 A launcher checks the values its kernels index with (ranges, duplicates) on the device in one pass:
-:func:`start_check` enqueues a reset of a small flags buffer and the family's check kernel, which
-reports each bad element with :func:`flag_bad_dev` and ends with :func:`finish_check_dev`: the
-block that finishes last writes the flags straight into pinned host memory (mapped), so no copy
-follows the kernel. The launcher then enqueues its writing kernels with ``gate=check.gate``; each
-starts with ``if gate_closed_dev(gate): return``. Only :meth:`ValueCheck.verdict` waits, and only
-for the check, so a rejected call writes nothing and an accepted one never idles the stream
-(docs/two-worlds.md, "Value checks on the device"). Every ``*_checks.py`` module builds on this.
+:func:`start_check` enqueues the family's check kernel, which reports each bad element with
+:func:`flag_bad_dev` and ends with :func:`finish_check_dev`: the block that finishes last writes
+the flags straight into pinned host memory (mapped), sets the call's gate, and resets the flags
+for the next call, so no copy comes before or after the kernel. The launcher then enqueues its
+writing kernels with ``gate=check.gate``; each starts with ``if gate_closed_dev(gate): return``.
+Only :meth:`ValueCheck.verdict` waits, and only for the check, so a rejected call writes nothing
+and an accepted one never idles the stream (docs/two-worlds.md, "Value checks on the device").
+Every ``*_checks.py`` module builds on this.
 
-Shapes: the flags are ``FLAG_WORDS`` int64 words: ``(count, first index)`` per condition
-(``CHECK_CONDITIONS`` of them), then the gate word; after them ``EPOCH_WORD``, an input: the
-call's claim epoch (``checks.claim_epoch``), written by the reset copy, and ``DONE_WORD``, the
-count of blocks that have finished. So a check kernel's arguments are the same objects on every
-call of a decode loop, and ``device.launch`` reuses their argument list.
+Shapes: each stream has ``DEVICE_WORDS`` int64 words on the device: ``FLAG_WORDS`` accumulating
+ones (``(count, first index)`` per condition, ``CHECK_CONDITIONS`` of them, then the gate word),
+``EPOCH_WORD`` (the claim epoch: one more after every check on the stream; :func:`claim_table`),
+``DONE_WORD`` (blocks finished) and, from ``GATE_BASE``, the gate the writing kernels read. A
+check kernel's arguments are the same objects on every call of a decode loop, so
+``device.launch`` reuses their argument list.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ _CUPY_CURRENT_STREAM = xp.cuda.get_current_stream if _BACKEND == "cuda" else Non
 CHECK_CONDITIONS = 8
 GATE_WORD = 2 * CHECK_CONDITIONS   # any flagged element sets it; gated kernels then write nothing
 FLAG_WORDS = GATE_WORD + 1        # what the verdict reads back
-EPOCH_WORD = FLAG_WORDS           # set by the host before each check: the call's claim epoch
+EPOCH_WORD = FLAG_WORDS           # this check's claim epoch; the check's last block adds one
 DONE_WORD = EPOCH_WORD + 1        # blocks of the check kernel that have finished (finish_check_dev)
-DEVICE_WORDS = DONE_WORD + 1
+GATE_BASE = DONE_WORD + 1         # FLAG_WORDS words: the gate view (its GATE_WORD is the last verdict's)
+DEVICE_WORDS = GATE_BASE + FLAG_WORDS
+EPOCH_LIMIT = 2**31 - 2           # claim tables hold int32 epochs: start again below this
 
 
 @cuda.jit(device=True, inline=True)
@@ -64,16 +68,18 @@ def gate_closed_dev(gate):
 
 @cuda.jit(device=True, inline=True)
 def claim_epoch_dev(flags):
-    """This call's claim epoch (``checks.claim_epoch``), as the int32 the claim tables hold."""
+    """This call's claim epoch, as the int32 the claim tables (:func:`claim_table`) hold."""
     return np.int32(flags[EPOCH_WORD])
 
 
 @cuda.jit(device=True, inline=True)
 def finish_check_dev(flags, verdict):
-    """The last statement of every check kernel, reached by every thread of every block: the
-    block that finishes last copies the flags into ``verdict`` (``FLAG_WORDS`` words of mapped
-    pinned memory), which the host reads once the kernel is done. This replaces a copy after the
-    kernel, which cost about 5 us of GPU time on an H200 (notes/gpu-runs.md, session 10)."""
+    """The last statement of every check kernel, reached by every thread of every block. The
+    block that finishes last takes each accumulating word and resets it for the next check in one
+    atomic exchange, writes it into ``verdict`` (``FLAG_WORDS`` words of mapped pinned memory,
+    which the host reads once the kernel is done) and the gate word into the gate view, then
+    advances the claim epoch. No copy comes before or after the kernel: on an H200 the reset and
+    read-back copies cost about 2 and 5 us of GPU time (notes/gpu-runs.md, session 10)."""
     last = cuda.shared.array(1, np.int32)
     cuda.threadfence()              # this thread's flags are visible before its block counts as done
     cuda.syncthreads()
@@ -82,9 +88,15 @@ def finish_check_dev(flags, verdict):
     cuda.syncthreads()
     if last[0]:
         w = cuda.threadIdx.x
-        while w < FLAG_WORDS:       # read at the L2 by an atomic: never a stale line of this SM
-            verdict[w] = cuda.atomic.add(flags, w, 0)
+        while w < FLAG_WORDS:       # first-index words start at INT64_MAX, the others at 0
+            value = cuda.atomic.exch(flags, w, _INT64_MAX if w % 2 == 1 and w < GATE_WORD else 0)
+            verdict[w] = value
+            if w == GATE_WORD:
+                flags[GATE_BASE + GATE_WORD] = value
             w += cuda.blockDim.x
+        if cuda.threadIdx.x == 0:
+            flags[EPOCH_WORD] += 1
+            flags[DONE_WORD] = 0
 
 
 @cuda.jit(device=True, inline=True)
@@ -99,6 +111,7 @@ def block_fill_dev(a, n, value, tid, num_threads):
 def _flag_init() -> np.ndarray:
     init = np.zeros(DEVICE_WORDS, dtype=np.int64)
     init[1:GATE_WORD:2] = _INT64_MAX
+    init[EPOCH_WORD] = 1            # claim tables start at 0: epoch 0 would find every row claimed
     return init
 
 
@@ -110,80 +123,105 @@ def open_gate():
 
 
 class _StreamFlags:
-    """The flags of one stream: device words, their initial value in pinned memory (with the
-    epoch word the host sets), the verdict in mapped pinned memory (``verdict`` for the host,
-    ``verdict_dev`` for the kernel) and an event. ``unsettled``: a check was enqueued and its
-    verdict not yet taken, so its reset copy may still read ``init``."""
+    """The check state of one stream: the device words (``flags``; ``gate``, the view of them the
+    writing kernels read), the verdict in mapped pinned memory (``verdict`` for the host,
+    ``verdict_dev`` for the kernel), an event behind the last check, the claim ``epoch`` that
+    check kernel will find in the flags (the host's count of the kernel's own increments) and the
+    stream's claim tables. In the simulator the same, in NumPy."""
 
     def __init__(self):
-        self.flags = xp.asarray(_flag_init())
-        self.init = cuda.pinned_array(DEVICE_WORDS, np.int64)
-        self.init[:] = _flag_init()
-        self.init_ptr = self.init.ctypes.data
-        self.verdict = cuda.mapped_array(FLAG_WORDS, np.int64)
-        self.verdict_dev = device.mapped_view(self.verdict)
-        self.event = xp.cuda.Event(block=False, disable_timing=True)
-        self.unsettled = False
+        if _BACKEND == "cuda":
+            self.flags = xp.asarray(_flag_init())
+            self.verdict = cuda.mapped_array(FLAG_WORDS, np.int64)
+            self.verdict_dev = device.mapped_view(self.verdict)
+            self.event = xp.cuda.Event(block=False, disable_timing=True)
+        else:
+            self.flags = _flag_init()
+            self.verdict = self.verdict_dev = np.zeros(FLAG_WORDS, np.int64)
+            self.event = None
+        self.gate = self.flags[GATE_BASE:GATE_BASE + FLAG_WORDS]
+        self.epoch = 1
+        self.tables: dict = {}
+
+    def restart_epochs(self) -> None:
+        """Epoch 1 again, with new (zero) claim tables: before the int32 epochs would overflow."""
+        if self.event is not None:
+            self.event.synchronize()
+        self.flags[EPOCH_WORD] = 1
+        self.epoch = 1
+        self.tables.clear()
 
 
 _stream_flags: dict = {}
+
+
+def _stream_slot() -> _StreamFlags:
+    ptr = _CUPY_CURRENT_STREAM().ptr if _BACKEND == "cuda" else 0
+    slot = _stream_flags.get(ptr)
+    if slot is None:
+        slot = _stream_flags[ptr] = _StreamFlags()
+    if slot.epoch >= EPOCH_LIMIT:
+        slot.restart_epochs()
+    return slot
+
+
+def claim_table(rows: int, planes: int = 0):
+    """The claim table for a check on the current stream that claims rows ``0..rows-1``: int32,
+    ``[rows]`` (or ``[planes, rows]`` for ``planes`` independent claims), at least that large.
+
+    A check kernel proves rows distinct by claiming each with ``cuda.atomic.exch(table, row,
+    claim_epoch_dev(flags))``: a row whose previous value is already this epoch is claimed twice.
+    Every check on a stream has its own epoch (the check kernel advances it), so a table is
+    allocated once per size and stream and never cleared: a check costs no memset and no memory
+    that grows with the values."""
+    slot = _stream_slot()
+    table = slot.tables.get(planes)
+    if table is None or table.shape[-1] < rows:
+        size = max(int(rows), 0 if table is None else table.shape[-1], 1)
+        table = slot.tables[planes] = xp.zeros(size if planes == 0 else (planes, size), dtype=np.int32)
+    return table
 
 
 class ValueCheck:
     """An enqueued value check (:func:`start_check`): ``gate`` goes to the call's writing kernels,
     :meth:`verdict` waits for the check alone and returns ``[(count, first_index), ...]``."""
 
-    __slots__ = ("gate", "_out", "_slot")
+    __slots__ = ("gate", "_out", "_event")
 
-    def __init__(self, gate, out, slot):
-        self.gate, self._out, self._slot = gate, out, slot
+    def __init__(self, gate, out, event):
+        self.gate, self._out, self._event = gate, out, event
 
     def verdict(self) -> list:
-        if self._slot is not None:
-            self._slot.event.synchronize()
-            self._slot.unsettled = False
+        if self._event is not None:
+            self._event.synchronize()
         out = self._out
         return [(int(out[2 * c]), int(out[2 * c + 1]) if out[2 * c] else -1)
                 for c in range(CHECK_CONDITIONS)]
 
 
-def start_check(kernel, grid, block, *args, epoch: int = 0) -> ValueCheck:
-    """Enqueue the value-check ``kernel`` over ``args`` and return its :class:`ValueCheck`.
+def start_check(kernel, grid, block, *args) -> ValueCheck:
+    """Enqueue the value-check ``kernel`` over ``args`` on the current stream and return its
+    :class:`ValueCheck`.
 
-    Contract: ``kernel`` takes ``args`` followed by ``flags``, an int64 device array of
-    ``DEVICE_WORDS`` entries, and ``verdict``; it reports each bad element with
-    ``flag_bad_dev(flags, condition, index)``, reads ``claim_epoch_dev(flags)`` (``epoch``), and
-    every thread ends in ``finish_check_dev(flags, verdict)``; its grid is one-dimensional. On a
-    GPU the flags of the current stream are reset (a copy from pinned memory, which carries the
-    epoch) and the check runs, both enqueued without waiting; its last block writes the verdict
-    to pinned memory. The
-    launcher then enqueues its writing kernels with ``gate=check.gate``: each starts with
-    ``if gate_closed_dev(gate): return``, so a rejected call writes nothing although its kernels
-    were already queued. Only :meth:`ValueCheck.verdict` waits, and only for the check, so the
-    stream never idles between the check and the kernel (docs/two-worlds.md, "value checks").
-    Calls on one stream must take their verdict before the next call's check starts.
+    Contract: ``kernel`` takes ``args`` followed by ``flags`` (int64, ``DEVICE_WORDS``) and
+    ``verdict``; its grid is one-dimensional; it reports each bad element with
+    ``flag_bad_dev(flags, condition, index)``, claims rows of a :func:`claim_table` with
+    ``claim_epoch_dev(flags)``, and every thread ends in ``finish_check_dev(flags, verdict)``,
+    which leaves the flags ready for the next check. Nothing else is enqueued, and nothing
+    waits. The launcher then enqueues its writing kernels with ``gate=check.gate``: each starts
+    with ``if gate_closed_dev(gate): return``, so a rejected call writes nothing although its
+    kernels were already queued. Only :meth:`ValueCheck.verdict` waits, and only for the check,
+    so the stream never idles between the check and the kernel (docs/two-worlds.md, "value
+    checks"). Calls on one stream must take their verdict before the next call's check ends.
     """
-    if _BACKEND != "cuda":
-        flags, verdict = _flag_init(), np.zeros(FLAG_WORDS, np.int64)
-        flags[EPOCH_WORD] = epoch
-        device.launch(kernel, grid, block, *args, flags, verdict)
-        return ValueCheck(flags, verdict, None)
-    stream = _CUPY_CURRENT_STREAM()
-    slot = _stream_flags.get(stream.ptr)
-    if slot is None:
-        slot = _stream_flags[stream.ptr] = _StreamFlags()
-    if slot.unsettled:      # the previous check's reset may not have read init yet
-        slot.event.synchronize()
-    slot.init[EPOCH_WORD] = epoch
-    slot.unsettled = True
-    runtime = xp.cuda.runtime
-    runtime.memcpyAsync(slot.flags.data.ptr, slot.init_ptr, DEVICE_WORDS * 8,
-                        runtime.memcpyHostToDevice, stream.ptr)
+    slot = _stream_slot()
     device.launch(kernel, grid, block, *args, slot.flags, slot.verdict_dev)
-    slot.event.record(stream)
-    return ValueCheck(slot.flags, slot.verdict, slot)
+    slot.epoch += 1                 # what the kernel's last block does to the flags
+    if slot.event is not None:
+        slot.event.record(_CUPY_CURRENT_STREAM())
+    return ValueCheck(slot.gate, slot.verdict, slot.event)
 
 
-def check_flags(kernel, grid, block, *args, epoch: int = 0) -> list:
+def check_flags(kernel, grid, block, *args) -> list:
     """:func:`start_check` and its verdict at once, for checks whose launcher gates nothing."""
-    return start_check(kernel, grid, block, *args, epoch=epoch).verdict()
+    return start_check(kernel, grid, block, *args).verdict()

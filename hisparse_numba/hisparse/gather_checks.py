@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import device, value_flags
 from ..checks import (check_dtype, check_int, check_item_buffer, check_item_copy, check_mode, check_ndim,
-                      check_no_overlap, claim_epoch, fail, require_array)
+                      check_no_overlap, fail, require_array)
 from ..device import cuda
 from ..value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
 
@@ -79,10 +79,10 @@ def gather_check_kernel(src_locs, dst_locs, host_items, device_items, claims, fl
 def gather_value_flags(src_locs, dst_locs, host_items: int, device_items: int) -> list:
     """The device-side value check (one launch, one read-back); the verdict as the reference's."""
     n = int(src_locs.shape[0])
-    claims, epoch = claim_epoch(device_items)
+    claims = value_flags.claim_table(device_items)
     return value_flags.check_flags(gather_check_kernel, (n + CHECK_BLOCK - 1) // CHECK_BLOCK, CHECK_BLOCK,
                                    src_locs, dst_locs, np.int64(host_items), np.int64(device_items),
-                                   claims, epoch=epoch)
+                                   claims)
 
 
 def raise_gather_flags(flags, call: GatherCall) -> None:

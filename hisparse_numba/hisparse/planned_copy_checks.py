@@ -23,7 +23,7 @@ import numpy as np
 from .. import device, value_flags
 from ..checks import (FlagTally, attach_check, check_block_size, check_flag, check_int,
                       check_item_buffer, check_item_copy, check_miss_plan, check_mode,
-                      check_no_overlap, claim_epoch, describe, fail, remember_host_checks,
+                      check_no_overlap, describe, fail, remember_host_checks,
                       require_array, settle)
 from ..device import cuda
 from ..value_flags import (CHECK_CONDITIONS, claim_epoch_dev, finish_check_dev, flag_bad_dev,
@@ -136,12 +136,12 @@ def start_planned_copy_check(call: PlannedCopyCall) -> value_flags.ValueCheck:
     """Enqueue :func:`planned_copy_check_kernel` on ``call`` (``value_flags.start_check``)."""
     item = call.item_size_bytes
     device_items = call.device_buffer.nbytes // item
-    claims, epoch = claim_epoch(device_items)
+    claims = value_flags.claim_table(device_items)
     rows = plan_rows(call)
     return value_flags.start_check(
         planned_copy_check_kernel, max(rows, 1), CHECK_BLOCK, call.miss_src, call.miss_dst,
         call.miss_count, call.num_real_reqs, np.int64(rows), np.int64(plan_columns(call)),
-        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, epoch=epoch)
+        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims)
 
 
 def _shape_message(n) -> str:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import FlagTally, claim_epoch
+from ..checks import FlagTally
 from ..device import cuda, jit_kernel
 from ..value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, finish_check_dev,
                            flag_bad_dev, report_value_dev)
@@ -280,9 +280,9 @@ def start_swap_in_check(call: SwapInCall) -> value_flags.ValueCheck:
     """Enqueue :func:`swap_in_check_kernel` on ``call`` (``value_flags.start_check``)."""
     item = call.item_size_bytes
     device_items = call.device_buffer.nbytes // item
-    claims, epoch = claim_epoch(device_items)
+    claims = value_flags.claim_table(device_items)
     return value_flags.start_check(
         swap_in_check_kernel(call.num_top_k, call.hot_buffer_size), call.batch, CHECK_BLOCK,
         call.top_k_tokens, call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
         call.req_pool_indices, call.seq_lens, call.lru_slots, call.num_real_reqs,
-        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims, epoch=epoch)
+        np.int64(call.host_cache.nbytes // item), np.int64(device_items), claims)

@@ -16,8 +16,8 @@ indexes with (``docs/kv-canary-behaviour.md#write``):
 Negative slots, negative seeds and a ``write_num_valid_reqs`` outside ``[0, R]`` are harmless by
 definition (skipped, chain head, clamped). Entries outside every row's range are never read.
 
-The duplicate checks stamp each slot with a per-call number (an epoch) in a process-wide marks
-buffer ``[2, num_slots]`` int32 (row 0: written slots, row 1: seeds; ``checks.claim_epoch``) with
+The duplicate checks stamp each slot with a per-call number (an epoch) in a per-stream marks
+buffer ``[2, num_slots]`` int32 (row 0: written slots, row 1: seeds; ``value_flags.claim_table``) with
 atomic exchanges: a stamp that finds the same epoch is a repeat, so the buffer is never cleared between calls. Its
 size follows the canary buffer, not the values. Condition 4 is seen by the writer, the reader or
 both, so its count may differ between runs; whether it fired and its smallest slot do not.
@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, check_values, claim_epoch,
+from ..checks import (CANARY_PREFIX, check_array, check_flag, check_mode, check_values,
                       describe, element_at, fail, raise_first, remember_host_checks, require_array,
                       settle)
 from ..device import cuda
@@ -217,10 +217,9 @@ def check_write_values(call: CanaryWriteCall, *, on_device: bool = True,
     args = _value_args(call)
 
     def start():
-        marks, epoch = claim_epoch(args[-1], planes=2)
+        marks = value_flags.claim_table(args[-1], planes=2)
         rows = int(call.plan.write_seed_slot_indices.shape[0])
-        return value_flags.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks,
-                                       epoch=epoch)
+        return value_flags.start_check(write_value_check_kernel, *_rows_geometry(rows), *args, marks)
 
     return check_values(call, raise_write_flags, on_device=on_device, defer=defer,
                         reference=lambda: write_value_verdict_reference(*args), start=start)

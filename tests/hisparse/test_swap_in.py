@@ -411,9 +411,10 @@ def test_an_accepted_call_checks_values_in_one_pass_without_host_copies(monkeypa
 
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU (the argument list is the GPU launch path's)")
 def test_a_decode_loop_reuses_the_check_kernels_argument_list():
-    """The claim epoch travels in the flags (value_flags.EPOCH_WORD), not as an argument, so the
-    check kernel of a repeated call on the same buffers launches with its previous argument list,
-    and the second call still sees its own epoch (no false "shared device row")."""
+    """The claim epoch lives in the flags (value_flags.EPOCH_WORD, advanced by each check), not in
+    an argument, so the check kernel of a repeated call on the same buffers launches with its
+    previous argument list, and the second call still sees its own epoch (no false "shared
+    device row")."""
     from hisparse_numba.hisparse.swap_in_value_checks import CHECK_BLOCK, swap_in_check_kernel
 
     p = to_device_problem(make_swap_in_problem(np.random.default_rng(7), batch=3, num_top_k=8, hot_buffer_size=16,

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from hisparse_numba import checks, device, value_flags
+from hisparse_numba import device, value_flags
 from hisparse_numba.kv_canary import (
     RealKvHashMode,
     RealKvSource,
@@ -74,10 +74,9 @@ def test_write_verdict_kernel_equals_reference(seed):
         valid = np.array([rng.integers(-1, rows + 2)], dtype=np.int32)
         args = (offsets, seeds, valid, loc, num_slots)
         want = write_checks.write_value_verdict_reference(*args)
-        marks, epoch = checks.claim_epoch(num_slots, planes=2)
+        marks = value_flags.claim_table(num_slots, planes=2)
         dev = tuple(device.to_device(a) for a in args[:4]) + (num_slots, marks)
-        got = value_flags.check_flags(write_checks.write_value_check_kernel, *write_checks._rows_geometry(rows), *dev,
-                                      epoch=epoch)
+        got = value_flags.check_flags(write_checks.write_value_check_kernel, *write_checks._rows_geometry(rows), *dev)
         seed_cond = write_checks.SLOT_IS_SEED
         assert got[:seed_cond] == want[:seed_cond] and got[seed_cond + 1:] == want[seed_cond + 1:]
         # a slot that is also a seed is seen by its writer, its reader or both: compare the verdict
@@ -100,17 +99,24 @@ def test_verify_verdict_kernel_equals_reference(seed):
         assert got == want
 
 
-def test_repeat_stamps_do_not_leak_between_calls_and_epochs_wrap(monkeypatch):
+def test_repeat_stamps_do_not_leak_between_calls_and_epochs_wrap():
+    """Each check on a stream has its own claim epoch (the check kernel advances it): the same
+    slots in consecutive calls are no repeat, and before the int32 epochs overflow they start
+    again at 1 with new claim tables. A repeat inside one call is still one, before and after."""
     rows = (np.array([0, 2], np.int64), np.array([-1], np.int64), np.array([1], np.int32))
-    loc = np.array([3, 4], np.int64)
-    dev = tuple(device.to_device(a) for a in (*rows, loc))
-    for epoch_before in (5, np.iinfo(np.int32).max - 2, np.iinfo(np.int32).max - 1):
-        # a fresh table at this epoch; the process-wide one is restored after
-        monkeypatch.setitem(checks._claims, 2, [device.xp.zeros((2, 8), np.int32), epoch_before])
-        for _ in range(2):  # the same slots in two calls: not a repeat
-            marks, epoch = checks.claim_epoch(8, planes=2)
-            got = value_flags.check_flags(write_checks.write_value_check_kernel, 1, 8, *dev, 8, marks, epoch=epoch)
-            assert got == [(0, -1)] * value_flags.CHECK_CONDITIONS
+    dev = tuple(device.to_device(a) for a in rows)
+    clean, repeated = device.to_device(np.array([3, 4], np.int64)), device.to_device(np.array([3, 3], np.int64))
+    slot = value_flags._stream_slot()
+    slot.flags[value_flags.EPOCH_WORD] = slot.epoch = value_flags.EPOCH_LIMIT - 2
+    for call in range(4):  # the epochs cross the limit at the third call
+        marks = value_flags.claim_table(8, planes=2)
+        got = value_flags.check_flags(write_checks.write_value_check_kernel, 1, 8, *dev, clean, 8, marks)
+        assert got == [(0, -1)] * value_flags.CHECK_CONDITIONS, call
+        assert int(slot.flags[value_flags.EPOCH_WORD]) == slot.epoch
+    assert slot.epoch < 10
+    got = value_flags.check_flags(write_checks.write_value_check_kernel, 1, 8, *dev, repeated, 8,
+                                  value_flags.claim_table(8, planes=2))
+    assert got[write_checks.SLOT_TWICE][0] == 1
 
 
 # ---- issue 18 item 3 and 4: rejected before anything is written ----
