@@ -37,8 +37,9 @@ def hold_kernel(milliseconds):
 
 def check_pass_gpu_us(start, iters: int = 20) -> float:
     """Median GPU microseconds of one value-check pass (``start()`` returns its
-    ``value_flags.ValueCheck``: flags reset, check kernel, read-back copy), timed by CUDA events
-    while ``hold_kernel`` keeps the stream busy, so that no host enqueue time lands between them."""
+    ``value_flags.ValueCheck``: the check kernel, whose last block writes the verdict), timed by
+    CUDA events while ``hold_kernel`` keeps the stream busy, so that no host enqueue time lands
+    between them."""
     cp = device.xp
     samples = []
     for _ in range(iters):

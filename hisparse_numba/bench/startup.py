@@ -241,13 +241,14 @@ def run(args) -> int:
         harness.print_table(split, ["family", "batch", "checks_us", "shape_checks_us", "launch_us",
                                     "plain_launch_us", "call_us", "call_host_us", "call_shapes_us", "value_check_us",
                                     "check_gpu_us", "kernel_us", "call_x"])
-        print("checks_us: checks=\"full\" (host shape checks + the device value pass and its read-back); "
+        print("checks_us: checks=\"full\" (host shape checks + the device value pass and its verdict); "
               "shape_checks_us: checks=\"shapes\" (host only); launch_us: marshalling + enqueue via device.launch "
               "(fast path); plain_launch_us: Numba's own launch path; call_us: synchronised public call; "
               "call_host_us: the same call until it returns (its host cost, kernel not awaited); "
               "call_shapes_us: the same with checks=\"shapes\"; value_check_us: their difference (what the "
-              "device value pass costs a call); check_gpu_us: GPU time of the value pass alone (flags reset, "
-              "check kernel, read-back copy; host enqueue held out); kernel_us: GPU time (events); "
+              "device value pass costs a call); check_gpu_us: GPU time of the value pass alone (the "
+              "check kernel, which also writes the verdict; host enqueue held out); kernel_us: GPU "
+              "time (events); "
               "call_x: call_us / kernel_us", flush=True)
     for failure in device.fast_launch_failures:
         print(f"fell back to Numba's launch path: {failure}", flush=True)

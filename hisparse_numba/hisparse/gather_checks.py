@@ -1,7 +1,7 @@
 """The preconditions of the gather (``gather.py``), checked before anything is written.
 
 Shapes, dtypes and Python types are checked on the host; the locations are checked on the device
-in one pass (:func:`gather_value_flags`: one kernel launch, one 128-byte read-back): every source
+in one pass (:func:`gather_value_flags`: one kernel launch, one 136-byte verdict read from pinned memory): every source
 names an item of the host pool, every destination an item of the device pool, and no two
 destinations are the same row (two copies into one row race). :func:`gather_flags_reference` is the
 same verdict in NumPy. Lessons: 00 (the hot buffer), 10 (16-byte alignment).

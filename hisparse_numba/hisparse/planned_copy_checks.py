@@ -2,7 +2,7 @@
 
 Python types, dtypes and layouts are checked on the host (sglang's plan texts first). The values
 are checked on the device in one pass (:func:`start_planned_copy_check`: one launch, one block per
-plan row, one 128-byte read-back); :func:`planned_copy_flags_reference` is the same verdict in
+plan row, one 136-byte verdict read from pinned memory); :func:`planned_copy_flags_reference` is the same verdict in
 NumPy. The conditions (each flag's index is the plan row):
 
 * ``NUM_REAL``: ``num_real_reqs[0]`` negative or past the plan's rows;

@@ -323,9 +323,10 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
     pool). Every active row (``rp != 0``) needs ``0 < rp < max_reqs`` (and ``< rows`` of the pool)
     and ``prefix_len + max(extend_len, 0) <= max_seq_len`` (``plan_checks``).
 
-    ``checks="full"`` (default) checks those values on the device first: one small kernel and one
-    128-byte read-back (the call's only host synchronisation). ``checks="shapes"`` skips them, for
-    a caller that validated the batch upstream; a bad value then reads out of bounds.
+    ``checks="full"`` (default) checks those values on the device first: one small kernel, whose
+    136-byte verdict the host reads from pinned memory (the call's only host synchronisation).
+    ``checks="shapes"`` skips them, for a caller that validated the batch upstream; a bad value
+    then reads out of bounds.
     """
     call = check_canary_plan(
         verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,

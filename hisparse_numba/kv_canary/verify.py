@@ -162,7 +162,7 @@ def launch_canary_verify_kernel(*, context: VerifyOrWriteContext, plan: VerifyPl
 
     Run the plan kernels first: ``verify_num_valid`` is uninitialised after ``VerifyPlan.allocate``.
     ``checks="full"`` (default) first checks on the device that every slot and predecessor the
-    kernel reads is inside the canary buffer (``verify_checks``; one small kernel and one 128-byte
+    kernel reads is inside the canary buffer (``verify_checks``; one small kernel and one 136-byte
     read-back). ``checks="shapes"`` skips that, for plans made by ``launch_canary_plan_kernels``
     from checked inputs on a canary buffer that covers ``req_to_token``'s slots.
     """

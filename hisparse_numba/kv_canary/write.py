@@ -202,7 +202,7 @@ def launch_canary_write_kernel(*, context: VerifyOrWriteContext, plan: WritePlan
     ``enable_write_input_assert``; they must be None otherwise): ``[num_tokens]`` int64 device arrays
     covering every flat entry of the plan. ``checks="full"`` (default) first checks on the device
     that the plan's rows lie inside the inputs, that slots and seeds are ``< num_slots`` and that
-    live slots are distinct and not seeds (``write_checks``; one small kernel and one 128-byte
+    live slots are distinct and not seeds (``write_checks``; one small kernel and one 136-byte
     read-back). ``checks="shapes"`` skips those value checks, for a caller that guarantees them.
     """
     call = check_canary_write(
