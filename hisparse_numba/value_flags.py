@@ -212,7 +212,7 @@ def start_check(kernel, grid, block, *args) -> ValueCheck:
     with ``if gate_closed_dev(gate): return``, so a rejected call writes nothing although its
     kernels were already queued. Only :meth:`ValueCheck.verdict` waits, and only for the check,
     so the stream never idles between the check and the kernel (docs/two-worlds.md, "value
-    checks"). Calls on one stream must take their verdict before the next call's check ends.
+    checks"). Calls on one stream must take their verdict before the next call's check starts.
     """
     slot = _stream_slot()
     device.launch(kernel, grid, block, *args, slot.flags, slot.verdict_dev)
