@@ -1,4 +1,5 @@
-"""load_cache_to_device_buffer_spec_mla: validation and sglang's unit scenarios (spec section 4.1).
+"""load_cache_to_device_buffer_spec_mla: validation and sglang's unit scenarios (the behaviour in
+docs/speculative-swap-in.md).
 
 Scenarios run scaled down in the simulator and at sglang's sizes on a GPU (hot buffer 4096,
 tail 64, 4 x 2048 occurrences, 576-byte items). Every scenario also checks kernel == reference
