@@ -413,7 +413,8 @@ def _patched_argument_list(kernel, last, args):
     for i, (old, new) in enumerate(zip(last.args, args)):
         if _same_argument(old, new, last.facts[i]):
             continue
-        if type(old) is not type(new) or _arg_key(new) != _arg_key(old) or _arg_key(new) is None:
+        key = _arg_key(new)          # the type and, for an array, dtype, ndim and layout
+        if key is None or key != _arg_key(old):
             return None
         if changed is None:
             changed = list(kargs)
