@@ -315,7 +315,8 @@ def settle(call, raise_flags, value_condition=None):
     if call.pending is None:
         return call
     verdict = call.pending.verdict()
-    raise_flags(verdict, call)
+    if any(count for count, _ in verdict):     # (an accepted call skips building the messages)
+        raise_flags(verdict, call)
     # An accepted call's gate is opened for good: the flags buffer belongs to the next call's check,
     # and a lesson may launch this call again (launch_unchecked) after a later call was rejected.
     if value_condition is not None and verdict[value_condition][0]:

@@ -102,8 +102,7 @@ def sm_count() -> int:
 
 def synchronize() -> None:
     """Wait until every launched kernel and copy has finished (a no-op in the simulator)."""
-    if _BACKEND == "cuda":
-        cuda.synchronize()
+    if _BACKEND == "cuda":   # Numba and CuPy share the device's primary context: one wait covers both
         xp.cuda.runtime.deviceSynchronize()
 
 

@@ -194,9 +194,8 @@ class ValueCheck:
     def verdict(self) -> list:
         if self._event is not None:
             self._event.synchronize()
-        out = self._out
-        return [(int(out[2 * c]), int(out[2 * c + 1]) if out[2 * c] else -1)
-                for c in range(CHECK_CONDITIONS)]
+        out = self._out.tolist()     # one read of the mapped words, as Python ints
+        return [(out[2 * c], out[2 * c + 1] if out[2 * c] else -1) for c in range(CHECK_CONDITIONS)]
 
 
 def start_check(kernel, grid, block, *args) -> ValueCheck:

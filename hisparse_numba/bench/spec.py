@@ -16,7 +16,9 @@ GPU time is CUDA events around back-to-back calls (the per-call selection update
 copy, is timed alone and subtracted). ``gpu_us`` times the public calls (default checks: each call
 waits for its value check's verdict, so calls do not queue ahead of the GPU); ``kernel_us`` times
 the same work launched on arguments checked once (``launch_unchecked``), as sglang's launcher runs:
-the figure its 28 / 92 / 613 us compare with. Before timing, every kernel configuration the chosen
+the figure its 28 / 92 / 613 us compare with; ``graph_us`` (``spec_1_full`` only) the same
+launches replayed from one captured CUDA graph, as sglang's decode loop runs them (its 25.9 us at
+batch 1). Before timing, every kernel configuration the chosen
 batches launch is compiled in parallel processes (``warmup.bench_spec_tasks``). The floor is the
 bytes that must cross PCIe (unique misses x item size x layers) at the measured pinned
 host-to-device memcpy bandwidth; ``floor %`` is
@@ -145,13 +147,15 @@ def run(args) -> int:
                 continue
             fn, n_layers = variants[name]
             ms = gpu_time_ms(fn, iters=args.iters) - sel_ms * (name != "lru_1_full")
-            kernel_us = float("nan")
+            kernel_us = graph_us = float("nan")
             if name in kernels_only:
                 kernel_us = (gpu_time_ms(kernels_only[name], iters=args.iters) - sel_ms) * 1e3
+            if name == "spec_1_full":
+                graph_us = _graph_call_us(layers[0], sel, calls)
             floor_us = batch * UNIQUE_MISSES * item * n_layers / (h2d * 1e9) * 1e6
             us = ms * 1e3
             zc_us = zc_ms * 1e3 * n_layers
-            rows.append(dict(variant=name, batch=batch, gpu_us=us, kernel_us=kernel_us,
+            rows.append(dict(variant=name, batch=batch, gpu_us=us, kernel_us=kernel_us, graph_us=graph_us,
                              floor_us=floor_us,
                              floor_pct=100 * floor_us / us, zc_us=zc_us,
                              zc_pct=100 * floor_us / zc_us,
@@ -164,9 +168,30 @@ def run(args) -> int:
             return 1
         layers = sel = None   # free the batch's buffers before the next one
         xp.get_default_memory_pool().free_all_blocks()
-    print_table(rows, ["variant", "batch", "gpu_us", "kernel_us", "floor_us", "floor_pct", "zc_us",
+    print_table(rows, ["variant", "batch", "gpu_us", "kernel_us", "graph_us", "floor_us", "floor_pct", "zc_us",
                        "zc_pct", "gbps", "sglang_us"])
     return 0
+
+
+def _graph_call_us(kw, sel, calls: int) -> float:
+    """GPU microseconds per speculative call replayed from a CUDA graph, as sglang's decode loop
+    runs it: one graph holds ``calls`` calls, each a selection copy and a launch on arguments
+    checked once; the copies alone, captured the same way, are subtracted."""
+    from ..hisparse.speculative import check_speculative, launch_unchecked
+    from .startup import spec_call
+
+    call = check_speculative(**spec_call(kw))
+
+    def copies(launch: bool):
+        for i in range(calls):
+            kw["top_k_tokens"][...] = sel[i]
+            if launch:
+                launch_unchecked(call)
+
+    with_calls = device.capture_graph(lambda: copies(True))
+    copies_only = device.capture_graph(lambda: copies(False))
+    ms = gpu_time_ms(with_calls.replay, iters=3, warmup=1) - gpu_time_ms(copies_only.replay, iters=3, warmup=1)
+    return ms * 1e3 / calls
 
 
 def _zero_copy_ms(anchor, other, batch, item, iters) -> float:

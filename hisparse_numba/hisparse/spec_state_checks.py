@@ -4,22 +4,20 @@ device-side check of ``initialize_hisparse_spec_state``'s request indices.
 The initialiser indexes every state tensor with ``req_pool_indices[i]``, so each must be a request
 slot in ``[0, n)`` and no slot may appear twice (two blocks would reset and index the same request
 at once). That verdict needs the indices' values, which live on the device: one launch of
-``initialize_check_kernel`` (one thread per index, a bit per request slot, atomics into
-``value_flags.check_flags``'s small flags buffer) and one read-back, instead of copying the indices to
-the host. ``initialize_checks_reference`` computes the same verdict in NumPy. Lessons 01, 03, 04
+``initialize_check_kernel`` (one thread per index, a claim per request slot in a
+``value_flags.claim_table``, atomics into the stream's small flags buffer), whose last block writes
+the verdict, instead of copying the indices to the host. ``initialize_checks_reference`` computes the same verdict in NumPy. Lessons 01, 03, 04
 and 08 build states that pass these checks.
 """
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 
 from .. import device, value_flags
 from ..checks import fail
 from ..device import cuda
-from ..value_flags import finish_check_dev, flag_bad_dev
+from ..value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
 
 CHECK_THREADS = 128
 # conditions of the initialiser's check (value_flags.check_flags)
@@ -46,34 +44,22 @@ def initialize_checks_reference(req_pool_indices, num_requests: int) -> list:
 
 
 @cuda.jit(device=True, inline=True)
-def claim_slot_dev(bits, slot):
-    """Set bit ``slot`` of ``bits`` (uint64 words); True when it was already set."""
-    bit = np.uint64(1) << np.uint64(slot & 63)
-    return (cuda.atomic.or_(bits, slot >> 6, bit) & bit) != 0
-
-
-@cuda.jit(device=True, inline=True)
-def initialize_check_dev(req_pool_indices, num_requests, slot_bits, flags):
+def initialize_check_dev(req_pool_indices, num_requests, claims, flags):
+    epoch = claim_epoch_dev(flags)
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i >= req_pool_indices.shape[0]:
         return
     rid = req_pool_indices[i]
     if rid < 0 or rid >= num_requests:
         flag_bad_dev(flags, INIT_OUTSIDE, i)
-    elif claim_slot_dev(slot_bits, rid):
+    elif cuda.atomic.exch(claims, rid, epoch) == epoch:
         flag_bad_dev(flags, INIT_DUPLICATE, rid)
 
 
 @cuda.jit
-def initialize_check_kernel(req_pool_indices, num_requests, slot_bits, flags, verdict):
-    initialize_check_dev(req_pool_indices, num_requests, slot_bits, flags)
+def initialize_check_kernel(req_pool_indices, num_requests, claims, flags, verdict):
+    initialize_check_dev(req_pool_indices, num_requests, claims, flags)
     finish_check_dev(flags, verdict)
-
-
-@functools.lru_cache(maxsize=8)
-def slot_bits(num_slots: int):
-    """A bit per slot (uint64 words), zero; the caller clears it again before each check."""
-    return device.xp.zeros(max(1, -(-int(num_slots) // 64)), dtype=device.xp.uint64)
 
 
 def initialize_value_checks(req_pool_indices, num_requests: int, *, on_device: bool) -> None:
@@ -82,10 +68,9 @@ def initialize_value_checks(req_pool_indices, num_requests: int, *, on_device: b
     if k == 0:
         return
     if on_device:
-        bits = slot_bits(num_requests)
-        bits.fill(0)
-        verdict = value_flags.check_flags(initialize_check_kernel, -(-k // CHECK_THREADS),
-                                     CHECK_THREADS, req_pool_indices, num_requests, bits)
+        verdict = value_flags.check_flags(initialize_check_kernel, -(-k // CHECK_THREADS), CHECK_THREADS,
+                                          req_pool_indices, num_requests,
+                                          value_flags.claim_table(num_requests))
     else:
         verdict = initialize_checks_reference(req_pool_indices, num_requests)
     count, first = verdict[INIT_OUTSIDE]

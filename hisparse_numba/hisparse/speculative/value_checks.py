@@ -2,9 +2,9 @@
 
 ``check_speculative`` (``checks.py``) checks shapes and dtypes on the host; the values live on the
 device, so this module checks them there, before the swap kernel runs: one launch of
-``value_check_kernel`` (one block per batch row, coalesced reads, atomics into
-``value_flags.check_flags``' small flags buffer and into a bit per request slot and per device item)
-and one read-back of the flags. ``value_checks_reference`` computes the same verdict in NumPy; the
+``value_check_kernel`` (one block per batch row, coalesced reads, atomics into the stream's small
+flags buffer, and claims of request slots and device items in a ``value_flags.claim_table``, which
+the check's epoch keeps from needing a clear), whose last block writes the verdict. ``value_checks_reference`` computes the same verdict in NumPy; the
 reference launcher uses it. docs/speculative-swap-in.md ("What a call must satisfy") lists the
 rules; lessons 01, 03, 04 and 08 call launchers that run them.
 
@@ -28,16 +28,13 @@ smallest repeated value.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ... import device, value_flags
 from ...checks import element_at, fail
 from ...device import cuda, jit_kernel
-from ...value_flags import finish_check_dev, flag_bad_dev
+from ...value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
 from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
-from ..spec_state_checks import claim_slot_dev
 from ...arguments import derived_argument, int64_view
 
 # conditions (value_flags.check_flags)
@@ -123,17 +120,21 @@ def value_checks_reference(call) -> list:
 # ---------------------------------------------------------------------------------------------
 # The kernel: the same verdict, one block per batch row.
 
+REQUEST_CLAIMS, LOCATION_CLAIMS = 0, 1    # the planes of the claim table
+
+
 @cuda.jit(device=True, inline=True)
-def hold_location_dev(bits, first_location_bit, loc, flags):
+def hold_location_dev(claims, loc, epoch, flags):
     """Count device location ``loc`` as held by this call; a second holder is a repeat."""
-    if claim_slot_dev(bits, first_location_bit + loc):
+    if cuda.atomic.exch(claims, (LOCATION_CLAIMS, loc), epoch) == epoch:
         flag_bad_dev(flags, REPEATED_LOC, loc)
 
 
 @cuda.jit(device=True, inline=True)
 def value_check_dev(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices, seq_lens,
                     num_real_reqs, cache_policy, scratch_locs, scratch_state, metadata, host_items,
-                    device_items, epoch_limit, bits, first_location_bit, flags):
+                    device_items, epoch_limit, claims, flags):
+    epoch = claim_epoch_dev(flags)
     b = cuda.blockIdx.x
     tid = cuda.threadIdx.x
     nthreads = cuda.blockDim.x
@@ -152,7 +153,7 @@ def value_check_dev(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_
         if tid == 0:
             flag_bad_dev(flags, REQUEST, b)
         return
-    if tid == 0 and claim_slot_dev(bits, rid):
+    if tid == 0 and cuda.atomic.exch(claims, (REQUEST_CLAIMS, rid), epoch) == epoch:
         flag_bad_dev(flags, REPEATED_REQUEST, rid)
     max_positions = host_cache_locs.shape[1]
     i = tid
@@ -176,7 +177,7 @@ def value_check_dev(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_
         if loc >= device_items:
             flag_bad_dev(flags, DEVICE_LOC, 2 * (b * width + c))
         elif loc >= 0:
-            hold_location_dev(bits, first_location_bit, loc, flags)
+            hold_location_dev(claims, loc, epoch, flags)
         c += nthreads
     u = tid
     while u < cap:
@@ -184,7 +185,7 @@ def value_check_dev(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_
         if loc < 0 or loc >= device_items:
             flag_bad_dev(flags, DEVICE_LOC, 2 * (b * cap + u) + 1)
         else:
-            hold_location_dev(bits, first_location_bit, loc, flags)
+            hold_location_dev(claims, loc, epoch, flags)
         u += nthreads
     if tid < 2 and scratch_state[0, (COUNT_WORK + tid) * n + rid] != 0:
         flag_bad_dev(flags, STATE, 4 * b + COUNTERS)
@@ -205,29 +206,19 @@ def value_check_dev(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_
 @jit_kernel(max_threads=CHECK_THREADS)
 def value_check_kernel(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices,
                        seq_lens, num_real_reqs, cache_policy, scratch_locs, scratch_state, metadata,
-                       host_items, device_items, epoch_limit, bits, first_location_bit, flags,
-                       verdict):
+                       host_items, device_items, epoch_limit, claims, flags, verdict):
     value_check_dev(top_k_tokens, host_cache_locs, device_buffer_locs, req_pool_indices, seq_lens,
                     num_real_reqs, cache_policy, scratch_locs, scratch_state, metadata, host_items,
-                    device_items, epoch_limit, bits, first_location_bit, flags)
+                    device_items, epoch_limit, claims, flags)
     finish_check_dev(flags, verdict)
 
 
-@functools.lru_cache(maxsize=8)
-def claim_bits(num_requests: int, device_items: int):
-    """A bit per request slot, then a bit per device item (uint64 words; the items start at word
-    ``request_words``), cleared before each check with one fill. They grow with the arguments'
-    sizes (1 bit per item of ``device_buffer``), never with values."""
-    request_words = max(1, -(-num_requests // 64))
-    bits = device.xp.zeros(request_words + max(1, -(-device_items // 64)), dtype=device.xp.uint64)
-    return bits, request_words
-
-
 def start_value_checks(call) -> value_flags.ValueCheck:
-    """Enqueue :func:`value_check_kernel` on ``call`` (``value_flags.start_check``)."""
+    """Enqueue :func:`value_check_kernel` on ``call`` (``value_flags.start_check``). Its claim
+    table has a plane of request slots and one of device items: it grows with the arguments'
+    sizes, never with values, and is never cleared."""
     z = Sizes(call)
-    bits, request_words = claim_bits(z.n, z.device_items)
-    bits.fill(0)
+    claims = value_flags.claim_table(max(z.n, z.device_items), planes=2)
     state = call.state
     threads = CHECK_THREADS if device.backend() == "cuda" else 32
     return value_flags.start_check(
@@ -235,7 +226,7 @@ def start_value_checks(call) -> value_flags.ValueCheck:
         call.device_buffer_locs, call.req_pool_indices, call.seq_lens, call.num_real_reqs,
         state.cache_policy, state.scratch_locs, state.scratch_state,
         derived_argument("int64", state.scratch_state, int64_view), z.host_items,
-        z.device_items, 1 << z.ebits, bits, 64 * request_words)
+        z.device_items, 1 << z.ebits, claims)
 
 
 # ---------------------------------------------------------------------------------------------
