@@ -357,64 +357,80 @@ def launch_then_settle(call, launch_unchecked, settle_call):
 
 # ------------------------------------------------------------------------ remembered host checks
 
-def _add_facts(name: str, a, facts: list, depth: int = 0) -> bool:
-    t = type(a)
-    if t is _DEVICE_ARRAY:
-        facts.append((name, id(a), a.data.ptr, a.shape, a.strides, a.dtype))
-    elif a is None or isinstance(a, (int, float, str, np.generic)):
-        facts.append((name, t, a))
-    elif isinstance(a, np.ndarray):
-        facts.append((name, id(a), t, a.ctypes.data, a.shape, a.strides, a.dtype))
-    elif depth < 3 and hasattr(a, "__dataclass_fields__"):      # a plan or a context: its fields
-        facts.append((name, t))
-        return all(_add_facts(f"{name}.{f}", getattr(a, f), facts, depth + 1) for f in a.__dataclass_fields__)
-    elif depth < 3 and isinstance(a, tuple):          # a state (NamedTuple) or a tuple of sources
-        facts.append((name, t, len(a)))
-        return all(_add_facts(f"{name}[{i}]", v, facts, depth + 1) for i, v in enumerate(a))
-    else:
-        return False
-    return True
+_SCALAR_TYPES = (int, float, str, np.generic)
 
 
-def argument_facts(arguments: dict) -> tuple | None:
-    """Everything a launcher's host checks read from ``arguments`` (name -> value): per array its
-    identity, type, address, shape, strides and dtype; per scalar its type and value; plans and
-    contexts field by field. None when an argument is of another kind (such a call is checked
-    afresh)."""
-    facts = []
-    for name, a in arguments.items():
-        if not _add_facts(name, a, facts):
+def _add_arrays(a, arrays: list, depth: int = 0) -> bool:
+    """Append every array inside argument ``a`` to ``arrays``, with the shape, strides and dtype it
+    has now. False when ``a`` holds something a call cannot be remembered by: a container that can
+    change after the call (a list, a dataclass that is not frozen) or an object of another kind."""
+    if type(a) is _DEVICE_ARRAY or isinstance(a, np.ndarray):
+        arrays.append((a, a.shape, a.strides, a.dtype))
+        return True
+    if a is None or isinstance(a, _SCALAR_TYPES):
+        return True
+    if depth < 3 and getattr(getattr(a, "__dataclass_params__", None), "frozen", False):
+        return all(_add_arrays(getattr(a, f), arrays, depth + 1) for f in a.__dataclass_fields__)
+    if depth < 3 and isinstance(a, tuple):          # a state (NamedTuple) or a tuple of sources
+        return all(_add_arrays(v, arrays, depth + 1) for v in a)
+    return False
+
+
+def identity_key(arguments: dict) -> tuple:
+    """Per argument (name -> value) its name and identity; a scalar's type and value instead."""
+    return tuple((name, type(a), a) if a is None or isinstance(a, _SCALAR_TYPES) else (name, id(a))
+                 for name, a in arguments.items())
+
+
+def argument_arrays(arguments: dict) -> list | None:
+    """What a launcher's host checks read beyond the arguments' identities and scalars: every array
+    inside them (plans and contexts field by field) with its shape, strides and dtype. None when an
+    argument cannot be remembered by identity (:func:`_add_arrays`)."""
+    arrays = []
+    for a in arguments.values():
+        if not _add_arrays(a, arrays):
             return None
-    return tuple(facts)
+    return arrays
+
+
+def _same_layouts(arrays: list) -> bool:
+    """Every array still has the shape, strides and dtype it had (an array can be reshaped in place;
+    its address cannot change)."""
+    for a, shape, strides, dtype in arrays:
+        if a.shape != shape or a.strides != strides or a.dtype != dtype:
+            return False
+    return True
 
 
 def remember_host_checks(size: int = 8):
     """Decorator for a launcher's host checks, ``host_checks(**arguments) -> Call``: the checks
-    are a function of :func:`argument_facts` alone (types, shapes, strides, dtypes, addresses,
-    scalars; never the values inside arrays), so a call whose facts equal a recent accepted call's
-    gets that call back without running them again. Decode loops pass the same buffers every step;
-    this takes the host checks out of their per-call cost (bench startup). The remembered calls
-    hold references to their arrays, so an array's ``id`` cannot be reused while it is remembered;
-    at most ``size`` calls are kept. A rejected call is never remembered."""
+    read the arguments' identities, scalars and the layouts of the arrays inside them (shapes,
+    strides, dtypes, addresses), never the values inside arrays. A call on the same objects (frozen
+    plans, contexts and states: the same arrays) whose arrays keep their layouts gets the
+    remembered call back without running them again: a dictionary lookup by identity and one
+    comparison per array. Decode loops pass the same buffers every step; this takes the host checks
+    out of their per-call cost (bench startup). A remembered call holds its arguments, so their
+    ids cannot be reused while it is remembered; at most ``size`` calls are kept. A rejected call
+    is never remembered."""
     def wrap(host_checks):
         remembered: dict = {}
 
         @functools.wraps(host_checks)
         def checked(**arguments):
-            key = argument_facts(arguments)
-            if key is None:
+            try:
+                key = identity_key(arguments)
+                hit = remembered.get(key)
+            except TypeError:               # an unhashable scalar
                 return host_checks(**arguments)
-            try:
-                return remembered[key]
-            except (KeyError, TypeError):   # TypeError: an unhashable scalar
-                pass
+            if hit is not None and _same_layouts(hit[1]):
+                return hit[0]
             call = host_checks(**arguments)
-            try:
+            arrays = argument_arrays(arguments)
+            if arrays is not None:
+                remembered.pop(key, None)
                 if len(remembered) >= size:
                     del remembered[next(iter(remembered))]
-                remembered[key] = call
-            except TypeError:
-                pass
+                remembered[key] = (call, arrays, tuple(arguments.values()))
             return call
 
         checked.remembered = remembered

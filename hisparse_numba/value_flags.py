@@ -67,6 +67,13 @@ def gate_closed_dev(gate):
 
 
 @cuda.jit(device=True, inline=True)
+def check_rejected_dev(flags):
+    """In a check kernel of one block, after ``finish_check_dev`` and a block barrier: True when
+    the check rejected the call (the kernel then writes nothing)."""
+    return flags[GATE_BASE + GATE_WORD] != 0
+
+
+@cuda.jit(device=True, inline=True)
 def claim_epoch_dev(flags):
     """This call's claim epoch, as the int32 the claim tables (:func:`claim_table`) hold."""
     return np.int32(flags[EPOCH_WORD])

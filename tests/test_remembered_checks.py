@@ -39,9 +39,19 @@ def test_value_checks_still_run_on_a_remembered_call():
         sc.check_swap_in(**p)
 
 
-def test_facts_cover_plans_and_contexts_field_by_field():
+def test_plans_and_contexts_are_remembered_field_by_field():
     from hisparse_numba.kv_canary.examples import allocate_plans
     vp, _ = allocate_plans(4, 2)
-    facts = checks.argument_facts({"plan": vp})
-    assert any(name == "plan.verify_slot_indices" for name, *_ in facts)
-    assert checks.argument_facts({"x": object()}) is None
+    arrays = checks.argument_arrays({"plan": vp, "n": 3})
+    assert any(a is vp.verify_slot_indices for a, *_ in arrays)
+    assert checks.argument_arrays({"x": object()}) is None
+    assert checks.argument_arrays({"x": [vp.enable]}) is None          # a list can change in place
+
+
+def test_an_array_reshaped_in_place_runs_the_checks_again():
+    p = problem()
+    first = sc.check_swap_in(**p, checks="shapes")
+    p["top_k_tokens"].shape = (p["top_k_tokens"].size,)                 # same object, new layout
+    with pytest.raises(ValueError, match="top_k_tokens"):
+        sc.check_swap_in(**p, checks="shapes")
+    assert first is not None

@@ -15,7 +15,8 @@ For each batch row ``r`` (request ``rp = req_pool_indices[r]``; ``rp == 0`` is a
 * overflow: ``verify_num_valid = min(total, capacity)``; ``enable = total <= capacity``. On
   overflow no entry is written (the arrays keep what they held).
 
-Before the kernels run, ``plan_checks`` checks the values they index with (``checks="full"``).
+Before anything is written, ``plan_checks`` checks the values the kernels index with
+(``checks="full"``); the public launcher runs that check inside the offsets kernel.
 
 LUT translation leaves negative slots as they are and clamps the others to ``lut_len - 1`` (sglang's
 kernels clamp; its torch reference raises instead: here both sides clamp, so they stay identical).
@@ -23,7 +24,9 @@ kernels clamp; its torch reference raises instead: here both sides clamp, so the
 Launch geometry (``launch_canary_plan_kernels``):
 
 1. offsets kernel: ONE block (1024 threads on a GPU, 64 in the simulator) covers up to
-   ``PLAN_BS_BLOCK_SIZE = 4096`` rows. Each thread owns a contiguous chunk of rows; a block scan
+   ``PLAN_BS_BLOCK_SIZE = 4096`` rows. With ``checks="full"`` it first checks every row's values
+   (``plan_checks``) and ends that check as every check kernel does (``value_flags``); a
+   rejected call's block then stops before writing, and the entries kernel finds its gate closed. Each thread owns a contiguous chunk of rows; a block scan
    over the per-thread sums (``blockscan.py``) gives the exclusive verify and write offsets. It
    writes a verify-offsets scratch ``[bs + 1]`` (total at ``[bs]``) and every WritePlan field,
    ``verify_num_valid`` and ``enable``.
@@ -43,11 +46,13 @@ import functools
 import numpy as np
 
 from .. import device, value_flags
-from ..checks import launch_then_settle
+from ..checks import CANARY_PREFIX, check_mode, launch_then_settle
 from ..blockscan import block_exclusive_scan_dev
 from ..device import cuda, xp
-from ..value_flags import gate_closed_dev
-from .plan_checks import CanaryPlanCall, check_canary_plan, settle_canary_plan
+from ..value_flags import check_rejected_dev, finish_check_dev, gate_closed_dev
+from . import plan_checks
+from .plan_checks import (CanaryPlanCall, canary_plan_host_checks, check_canary_plan, plan_value_check_dev,
+                          settle_canary_plan)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,15 +149,18 @@ def _row_lens_dev(r, req_pool_indices, prefix_lens, extend_seq_lens, window):
 
 
 @functools.cache
-def _offsets_kernel(threads: int):
-    """The single-block offsets kernel for a block of ``threads`` (a power of two) threads."""
+def _offsets_kernel(threads: int, checked: bool):
+    """The single-block offsets kernel for a block of ``threads`` (a power of two) threads.
 
-    @cuda.jit
-    def canary_plan_offsets_kernel(req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut,
-                                   lut_len, window, verify_capacity, scratch, verify_num_valid, enable,
-                                   write_offsets, write_seed_slot_indices, write_num_valid_reqs, gate):
-        if gate_closed_dev(gate):      # the call's value check rejected it
-            return
+    ``checked``: the kernel also runs the call's value check first (``plan_checks``; one block
+    sees every row, so the check needs no launch of its own) and takes the check's ``flags`` and
+    ``verdict``; otherwise it takes the ``gate`` of a check that ran before it.
+    """
+
+    @cuda.jit(device=True, inline=True)
+    def offsets_dev(req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut, lut_len, window,
+                    verify_capacity, scratch, verify_num_valid, enable, write_offsets,
+                    write_seed_slot_indices, write_num_valid_reqs):
         vsum = cuda.shared.array(threads, dtype=np.int64)
         wsum = cuda.shared.array(threads, dtype=np.int64)
         t = cuda.threadIdx.x
@@ -201,6 +209,35 @@ def _offsets_kernel(threads: int):
         while i < write_offsets.shape[0]:
             write_offsets[i] = 0
             i += threads
+
+    if checked:
+        @cuda.jit
+        def canary_plan_checked_offsets_kernel(req_pool_indices, prefix_lens, extend_seq_lens, req_to_token,
+                                               lut, lut_len, window, verify_capacity, scratch,
+                                               verify_num_valid, enable, write_offsets,
+                                               write_seed_slot_indices, write_num_valid_reqs, max_reqs,
+                                               max_seq_len, pool_rows, flags, verdict):
+            plan_value_check_dev(req_pool_indices, prefix_lens, extend_seq_lens, max_reqs, max_seq_len,
+                                 pool_rows, flags)
+            finish_check_dev(flags, verdict)
+            cuda.syncthreads()             # the block's verdict (in the gate view) is visible to all
+            if check_rejected_dev(flags):
+                return
+            offsets_dev(req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut, lut_len, window,
+                        verify_capacity, scratch, verify_num_valid, enable, write_offsets,
+                        write_seed_slot_indices, write_num_valid_reqs)
+
+        return canary_plan_checked_offsets_kernel
+
+    @cuda.jit
+    def canary_plan_offsets_kernel(req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut,
+                                   lut_len, window, verify_capacity, scratch, verify_num_valid, enable,
+                                   write_offsets, write_seed_slot_indices, write_num_valid_reqs, gate):
+        if gate_closed_dev(gate):      # the call's value check rejected it
+            return
+        offsets_dev(req_pool_indices, prefix_lens, extend_seq_lens, req_to_token, lut, lut_len, window,
+                    verify_capacity, scratch, verify_num_valid, enable, write_offsets,
+                    write_seed_slot_indices, write_num_valid_reqs)
 
     return canary_plan_offsets_kernel
 
@@ -271,12 +308,9 @@ def _scratch(bs: int):
     return xp.empty(bs + 1, dtype=np.int64)
 
 
-def launch_unchecked(call: CanaryPlanCall) -> None:
-    """Launch the two plan kernels on ``call`` as it is: no checks.
-
-    ``call`` comes from :func:`check_canary_plan` (the public launcher does exactly that), or is an
-    accepted call with one field replaced, in a lesson that shows what an unchecked input does.
-    """
+def _kernel_arguments(call: CanaryPlanCall) -> tuple:
+    """The offsets kernel's arguments, then the entries kernel's (placeholders for an absent LUT
+    or pool)."""
     bs = call.bs
     lut = call.full_to_swa_index_mapping
     lut_len = 0 if lut is None else int(lut.shape[0])
@@ -291,21 +325,46 @@ def launch_unchecked(call: CanaryPlanCall) -> None:
     vp, wp = call.verify_plan_out, call.write_plan_out
     window, cap = call.swa_window_size, call.verify_capacity
     scratch = _scratch(bs)
-    threads = _offsets_threads()
-    device.launch(_offsets_kernel(threads), 1, threads, call.req_pool_indices, call.prefix_lens,
-                  call.extend_seq_lens, call.req_to_token, lut, lut_len, window, cap, scratch,
-                  vp.verify_num_valid, vp.enable, wp.write_offsets, wp.write_seed_slot_indices,
-                  wp.write_num_valid_reqs,
-                  value_flags.open_gate() if call.gate is None else call.gate)
-    if bs == 0:
+    offsets = (call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, call.req_to_token, lut, lut_len,
+               window, cap, scratch, vp.verify_num_valid, vp.enable, wp.write_offsets,
+               wp.write_seed_slot_indices, wp.write_num_valid_reqs)
+    entries = (scratch, vp.enable, cap, call.req_pool_indices, call.prefix_lens, call.extend_seq_lens,
+               call.req_to_token, lut, lut_len, window, pool, valid_lens, has_pool,
+               call.kv_token_id_vs_position_offset, vp.verify_slot_indices, vp.verify_expected_tokens,
+               vp.verify_expected_positions, vp.verify_prev_slot_indices)
+    return offsets, entries
+
+
+def _launch_entries(call: CanaryPlanCall, entries: tuple) -> None:
+    if call.bs == 0:
         return
-    blocks, threads = _entries_geometry(cap)
-    device.launch(canary_plan_entries_kernel, blocks, threads, scratch, vp.enable, cap,
-                  call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, call.req_to_token, lut,
-                  lut_len, window, pool, valid_lens, has_pool, call.kv_token_id_vs_position_offset,
-                  vp.verify_slot_indices, vp.verify_expected_tokens, vp.verify_expected_positions,
-                  vp.verify_prev_slot_indices,
+    blocks, threads = _entries_geometry(call.verify_capacity)
+    device.launch(canary_plan_entries_kernel, blocks, threads, *entries,
                   value_flags.open_gate() if call.gate is None else call.gate)
+
+
+def launch_unchecked(call: CanaryPlanCall) -> None:
+    """Launch the two plan kernels on ``call`` as it is: no checks.
+
+    ``call`` comes from :func:`check_canary_plan`, or is an accepted call with one field replaced,
+    in a lesson that shows what an unchecked input does.
+    """
+    offsets, entries = _kernel_arguments(call)
+    threads = _offsets_threads()
+    device.launch(_offsets_kernel(threads, False), 1, threads, *offsets,
+                  value_flags.open_gate() if call.gate is None else call.gate)
+    _launch_entries(call, entries)
+
+
+def _launch_checked(call: CanaryPlanCall) -> CanaryPlanCall:
+    """The public launcher's path with value checks: the offsets kernel runs the check first
+    (``value_flags.start_check``), the entries kernel waits behind its gate; then the verdict."""
+    offsets, entries = _kernel_arguments(call)
+    threads = _offsets_threads()
+    check = value_flags.start_check(_offsets_kernel(threads, True), 1, threads, *offsets,
+                                    *plan_checks.value_arguments(call)[3:])
+    call = call._replace(gate=check.gate, pending=check)
+    return launch_then_settle(call, lambda c: _launch_entries(c, entries), settle_canary_plan)
 
 
 def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indices, prefix_lens,
@@ -323,17 +382,22 @@ def launch_canary_plan_kernels(*, verify_plan_out, write_plan_out, req_pool_indi
     pool). Every active row (``rp != 0``) needs ``0 < rp < max_reqs`` (and ``< rows`` of the pool)
     and ``prefix_len + max(extend_len, 0) <= max_seq_len`` (``plan_checks``).
 
-    ``checks="full"`` (default) checks those values on the device first: one small kernel, whose
-    136-byte verdict the host reads from pinned memory (the call's only host synchronisation).
+    ``checks="full"`` (default) checks those values on the device first, inside the offsets kernel
+    (two launches in all); the host then waits for that kernel's verdict in pinned memory (the
+    call's only host synchronisation), not for the entries kernel.
     ``checks="shapes"`` skips them, for a caller that validated the batch upstream; a bad value
     then reads out of bounds.
     """
-    call = check_canary_plan(
+    values = check_mode(checks, prefix=CANARY_PREFIX)
+    call = canary_plan_host_checks(
         verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
         req_pool_indices=req_pool_indices, prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens,
         req_to_token=req_to_token, swa_window_size=swa_window_size,
         full_to_swa_index_mapping=full_to_swa_index_mapping, verify_capacity=verify_capacity,
         req_to_verify_expected_tokens=req_to_verify_expected_tokens,
         req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
-        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset, checks=checks, defer=True)
-    launch_then_settle(call, launch_unchecked, settle_canary_plan)   # gated kernels, then the verdict
+        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset)
+    if values and call.bs > 0:
+        _launch_checked(call)       # the check inside the offsets kernel, then the verdict
+    else:
+        launch_unchecked(call)

@@ -234,7 +234,9 @@ def _value_geometry(bs: int) -> tuple[int, int]:
     return max(1, min(-(-bs // threads), 2 if device.SIMULATOR else 16)), threads
 
 
-def _value_args(call: CanaryPlanCall) -> tuple:
+def value_arguments(call: CanaryPlanCall) -> tuple:
+    """The check's arguments: the three row arrays, then ``max_reqs``, ``max_seq_len`` and the
+    pool's rows (-1 without a pool)."""
     pool = call.req_to_verify_expected_tokens
     return (call.req_pool_indices, call.prefix_lens, call.extend_seq_lens, int(call.req_to_token.shape[0]),
             int(call.req_to_token.shape[1]), -1 if pool is None else int(pool.shape[0]))
@@ -242,14 +244,15 @@ def _value_args(call: CanaryPlanCall) -> tuple:
 
 def check_plan_values(call: CanaryPlanCall, *, fn: str = "launch_canary_plan_kernels",
                       on_device: bool = True, defer: bool = False) -> CanaryPlanCall:
-    """The value checks of ``call`` (module docstring): one kernel and one 136-byte read-back, or
+    """The value checks of ``call`` (module docstring), on their own: one kernel, whose last block
+    writes the verdict (the public launcher runs the same check inside its offsets kernel), or
     NumPy with ``on_device=False``. Raises the first failing condition's ``ValueError``.
 
-    ``defer=True`` (the public launcher) returns the call with its ``gate`` and ``pending`` check
+    ``defer=True`` returns the call with its ``gate`` and ``pending`` check
     as soon as the check is enqueued; :func:`settle_canary_plan` raises after the gated launch."""
     if call.bs == 0:
         return call
-    args = _value_args(call)
+    args = value_arguments(call)
     return check_values(
         call, functools.partial(raise_plan_flags, fn=fn), on_device=on_device, defer=defer,
         reference=lambda: plan_value_verdict_reference(*args),
@@ -263,7 +266,7 @@ def settle_canary_plan(call: CanaryPlanCall) -> CanaryPlanCall:
 
 def raise_plan_flags(verdict, call: CanaryPlanCall, fn: str = "launch_canary_plan_kernels") -> None:
     """The ``ValueError`` of the first failed condition of a plan call's verdict (none: returns)."""
-    _, _, _, max_reqs, max_seq_len, pool_rows = _value_args(call)
+    _, _, _, max_reqs, max_seq_len, pool_rows = value_arguments(call)
     rp, prefix, extend = call.req_pool_indices, call.prefix_lens, call.extend_seq_lens
 
     raise_first(verdict, [   # one message per condition, given the first bad row r
