@@ -337,6 +337,8 @@ def launch(kernel, grid, block, *args) -> None:
             and len(last.args) == len(args):
         kargs = _patched_argument_list(kernel, last, args)
         if kargs is not None:
+            if kargs is last.kargs and _repeat_launch(last):
+                return
             _CORE_LAUNCH(last.stream, last.config, last.entry.cufunc, *kargs)
             return
     entry = _fast_entry(kernel, args)
@@ -365,6 +367,64 @@ def launch(kernel, grid, block, *args) -> None:
         launch_plain(kernel, grid, block, *args)
 
 
+def _driver_launcher():
+    """``(ParamHolder, cuLaunchKernel, CUDA_SUCCESS)``: cuda.core's argument packer and the driver's
+    launch, for :func:`_repeat_launch`; None where this cuda.core or cuda-python lacks them."""
+    import importlib
+
+    try:
+        from cuda import bindings
+        from cuda.bindings import driver
+    except Exception:       # noqa: BLE001 - an older cuda-python: keep cuda.core's launch
+        return None
+    major = bindings.__version__.split(".")[0]
+    for name in (f"cuda.core.cu{major}._kernel_arg_handler", "cuda.core._kernel_arg_handler",
+                 "cuda.core.experimental._kernel_arg_handler"):
+        try:
+            return importlib.import_module(name).ParamHolder, driver.cuLaunchKernel, driver.CUresult.CUDA_SUCCESS
+        except Exception:   # noqa: BLE001 - not in this layout of the package
+            continue
+    return None
+
+
+_DRIVER_LAUNCH = None   # _driver_launcher() once it has been looked up; False when unavailable
+
+
+def _repeat_launch(last) -> bool:
+    """Launch ``last`` again, argument list and all, straight through the driver: its arguments
+    are packed once (by cuda.core's own packer) and every later repeat passes the packed block,
+    instead of cuda.core's launch packing the argument words again (about 12 us for a kernel of
+    120 words on the H200's host). False where that path is unavailable: the caller launches
+    through cuda.core."""
+    global _DRIVER_LAUNCH
+    raw = last.raw
+    if raw is None:
+        if _DRIVER_LAUNCH is None:
+            _DRIVER_LAUNCH = _driver_launcher() or False
+        raw = last.raw = False
+        if _DRIVER_LAUNCH and not last.entry.kernel.cooperative:
+            try:
+                holder = _DRIVER_LAUNCH[0](last.kargs)
+                (gx, gy, gz), (bx, by, bz) = _dims3(last.grid), _dims3(last.block)
+                handle = getattr(last.entry.cufunc, "handle", None) or last.entry.cufunc._handle
+                raw = last.raw = (int(handle), gx, gy, gz, bx, by, bz, holder, holder.ptr)
+            except Exception as exc:   # noqa: BLE001 - keep cuda.core's launch, and say why
+                fast_launch_failures.append(f"driver launch: {type(exc).__name__}: {exc}")
+                _DRIVER_LAUNCH = False
+    if raw is False:
+        return False
+    func, gx, gy, gz, bx, by, bz, _, params = raw
+    err = _DRIVER_LAUNCH[1](func, gx, gy, gz, bx, by, bz, 0, last.ptr, params, 0)[0]
+    if err != _DRIVER_LAUNCH[2]:
+        raise RuntimeError(f"cuLaunchKernel: {err!r}")
+    return True
+
+
+def _dims3(dims) -> tuple:
+    dims = tuple(dims) if isinstance(dims, tuple) else (dims,)
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
 def _argument_words(entry, kind, ty, a, stream) -> list:
     """The words of argument ``a`` in a kernel's argument list (an array: its meminfo and parent
     placeholders, size, item size, data pointer, shape and strides)."""
@@ -385,12 +445,13 @@ class _LastLaunch:
     """A kernel's last launch from :func:`launch`: its configuration, its arguments (held, so
     their ids stay theirs), their argument list and where each argument's words lie in it."""
 
-    __slots__ = ("grid", "block", "ptr", "args", "stream", "config", "entry", "kargs", "spans", "facts")
+    __slots__ = ("grid", "block", "ptr", "args", "stream", "config", "entry", "kargs", "spans", "facts", "raw")
 
     def __init__(self, grid, block, ptr, args, stream, config, entry, kargs, spans):
         self.grid, self.block, self.ptr, self.args = grid, block, ptr, args
         self.stream, self.config, self.entry, self.kargs, self.spans = stream, config, entry, kargs, spans
         self.facts = tuple(_array_facts(a) for a in args)
+        self.raw = None     # the packed arguments of _repeat_launch, once it has run (False: unavailable)
 
 
 def _same_argument(old, new, old_facts) -> bool:

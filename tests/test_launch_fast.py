@@ -63,6 +63,25 @@ def test_launch_paths_match_the_numpy_answer(rng, path):
     assert device.fast_launch_failures == []
 
 
+def test_a_launch_repeated_as_it_was_goes_straight_to_the_driver(rng):
+    """On a GPU the third and later identical launches pass the argument block packed at the
+    second one to the driver (device._repeat_launch): float32, float and int scalars, a strided
+    view and mapped host words must all arrive as they do through cuda.core's launch."""
+    x, big, rows, host = _inputs(rng)
+    dx, dbig, drows = device.to_device(x), device.to_device(big), device.to_device(rows)
+    out, words = dbig[:, :40], device.byte_words(host)
+    for _ in range(4):
+        device.launch(axpy_rows_kernel, 5, 64, out, dx, drows, np.float32(2.0), 0.5, words, 3)
+    device.synchronize()
+    want = big.copy()
+    want[:, :40] = np.float32(2.0) * x[rows] + np.float32(0.5)
+    assert np.array_equal(device.to_host(dbig), want)
+    assert device.to_host(words).tolist() == [4, 4, 4] + [0] * 5
+    if ON_GPU:
+        assert device._last_launch[axpy_rows_kernel].raw, device.fast_launch_failures
+    assert device.fast_launch_failures == []
+
+
 @cuda.jit
 def range_check_kernel(values, lo, hi, flags, verdict):
     i = cuda.grid(1)
