@@ -414,10 +414,15 @@ def _repeat_launch(last) -> bool:
     if raw is False:
         return False
     func, gx, gy, gz, bx, by, bz, _, params = raw
-    err = _DRIVER_LAUNCH[1](func, gx, gy, gz, bx, by, bz, 0, last.ptr, params, 0)[0]
-    if err != _DRIVER_LAUNCH[2]:
-        raise RuntimeError(f"cuLaunchKernel: {err!r}")
-    return True
+    try:
+        err = _DRIVER_LAUNCH[1](func, gx, gy, gz, bx, by, bz, 0, last.ptr, params, 0)[0]
+        ok = err == _DRIVER_LAUNCH[2]
+    except Exception as exc:   # noqa: BLE001 - refused before launching: cuda.core's launch instead
+        err, ok = exc, False
+    if not ok:
+        fast_launch_failures.append(f"driver launch: {err!r}; cuda.core's launch from now on")
+        _DRIVER_LAUNCH = last.raw = False
+    return ok
 
 
 def _dims3(dims) -> tuple:
