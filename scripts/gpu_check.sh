@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Run on a CUDA machine that reaches no package registry (the project's lent H200), from the
-# repo root, with the wheels prepared by ../shared/tools/gpu-wheels carried in .whl/.
+# repo root, with the wheels prepared by `../shared/tools/gpu-wheels pytest-xdist` carried in .whl/.
 #   scripts/gpu_check.sh doctor warmup tests lessons bench
 # Phases: warmup (compile every kernel specialisation into the on-disk kernel cache, so that
 # the later phases only load them; $WARMUP_JOBS processes, default one per core), lessons-cold
 # (`make lessons` from a new empty cache: warmup --lessons, then the solved lessons),
 # warmup-coverage (the solved lessons launch nothing that warmup --lessons misses, with this GPU's
-# geometry), tests (the whole suite at sglang's sizes), tests-quick (-m "not slow"), lessons,
-# bench (swap-in, spec, canary, startup, graph), startup (bench startup alone: cold and warm
-# compile per family, the split of a public call).
+# geometry), tests (the whole suite at sglang's sizes, in $TEST_WORKERS processes sharing the GPU,
+# default 8, when pytest-xdist is installed), tests-quick (-m "not slow"), lessons,
+# bench (swap-in, spec, canary, the split of a public call, graph), startup (bench startup alone,
+# with its cold and warm compile per family in fresh processes: minutes, the speculative family's
+# cold compile alone about 2).
 # (compute-sanitizer memcheck and racecheck run inside the tests: the tests marked `gpu`.)
 # The kernel cache lives in $NUMBA_CACHE_DIR (default ~/.cache/hisparse-numba/kernels).
 # Logs go to $OUT (or build/gpu) as one file per phase; the last lines of each are printed.
@@ -29,6 +31,9 @@ run() {  # run NAME CMD...: tee the log, remember failures
   echo "=== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$OUT/$name.txt"
   tail -n 25 "$OUT/$name.txt" | grep -v '^===' ; [ $rc -eq 0 ] || status=1
 }
+workers() {  # the suite is mostly host-bound launches and NumPy references: spread it over processes
+  python3 -c "import xdist" 2>/dev/null && echo "-n ${TEST_WORKERS:-8}"
+}
 for phase in "$@"; do
   case $phase in
     doctor)  run doctor python3 -m hisparse_numba doctor ;;
@@ -41,12 +46,12 @@ for phase in "$@"; do
       echo "=== lessons-cold: warmup + solved lessons in $((SECONDS - t_cold)) s" | tee -a "$OUT/lessons-cold.txt" ;;
     warmup-coverage)  # on this GPU, every specialisation the solved lessons launch is one warmup --lessons launches
       run warmup-coverage python3 -m pytest -q -p no:cacheprovider tests/test_warmup_coverage.py ;;
-    tests)   run tests python3 -m pytest -q -x -p no:cacheprovider --durations=15 tests ;;
-    tests-quick) run tests python3 -m pytest -q -x -p no:cacheprovider -m "not slow" tests ;;
+    tests)   run tests python3 -m pytest -q -x -p no:cacheprovider --durations=15 $(workers) tests ;;
+    tests-quick) run tests python3 -m pytest -q -x -p no:cacheprovider $(workers) -m "not slow" tests ;;
     lessons) run lessons python3 -m hisparse_numba lessons run --out "$OUT/lessons" ;;
     bench)
       for b in swap-in spec canary; do run bench python3 -m hisparse_numba bench $b; done
-      run bench python3 -m hisparse_numba.bench.startup
+      run bench python3 -m hisparse_numba.bench.startup --no-fresh
       run bench python3 -m hisparse_numba.bench.graph ;;
     startup) run startup python3 -m hisparse_numba.bench.startup ;;
     *) echo "unknown phase $phase"; status=2 ;;
