@@ -26,10 +26,11 @@ Launch geometry (``launch_canary_plan_kernels``):
 1. offsets kernel: ONE block (1024 threads on a GPU, 64 in the simulator) covers up to
    ``PLAN_BS_BLOCK_SIZE = 4096`` rows. With ``checks="full"`` it first checks every row's values
    (``plan_checks``) and ends that check as every check kernel does (``value_flags``); a
-   rejected call's block then stops before writing, and the entries kernel finds its gate closed. Each thread owns a contiguous chunk of rows; a block scan
-   over the per-thread sums (``blockscan.py``) gives the exclusive verify and write offsets. It
-   writes a verify-offsets scratch ``[bs + 1]`` (total at ``[bs]``) and every WritePlan field,
-   ``verify_num_valid`` and ``enable``.
+   rejected call's block then stops before writing, and the entries kernel finds its gate
+   closed. Each thread owns a contiguous chunk of rows; a block scan over the per-thread sums
+   (``blockscan.py``) gives the exclusive verify and write offsets. It writes a verify-offsets
+   scratch ``[bs + 1]`` (total at ``[bs]``) and every WritePlan field, ``verify_num_valid`` and
+   ``enable``.
 2. entries kernel: a grid-stride loop over flat entries ``[0, total)``; each entry finds its row
    by binary search over the scratch offsets. It returns at once when ``enable == 0``.
 
