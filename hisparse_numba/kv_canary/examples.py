@@ -13,7 +13,8 @@ import numpy as np
 from .. import device
 from .context import RealKvSource, VerifyOrWriteContext
 from .hashing import RealKvHashMode
-from .plan import launch_canary_plan_kernels, launch_canary_plan_kernels_reference
+from .plan import (check_canary_plan, launch_canary_plan_kernels, launch_canary_plan_kernels_reference,
+                   launch_unchecked)
 from .plan_types import VerifyPlan, WritePlan
 from .verify import launch_canary_verify_kernel, launch_canary_verify_kernel_reference
 from .write import launch_canary_write_kernel, launch_canary_write_kernel_reference
@@ -279,6 +280,12 @@ def compile_examples() -> None:
     p.req_to_verify_expected_tokens = rng.integers(0, 100, size=(3, 16)).astype(np.int32)
     p.req_to_verify_expected_tokens_valid_lens = np.full(3, 16, dtype=np.int64)
     run_plan(p, 16, 4, kernel=True)
+    # The value check on its own and the offsets kernel behind a gate, as a call checked first and
+    # launched after does it (lesson 02; the public launcher runs the check inside that kernel).
+    vp, wp = allocate_plans(16, 4)
+    launch_unchecked(check_canary_plan(verify_plan_out=vp, write_plan_out=wp, verify_capacity=16,
+                                       **p.inputs(to_device=True)))
+    device.synchronize()
     run_pipeline_example()
 
 
