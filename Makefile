@@ -1,7 +1,8 @@
 # make lessons        run every lesson notebook headless, in the solved form (the main job); on a GPU
 #                     warmup first compiles every kernel the lessons launch, one process per CPU core
 #                     (make lessons JOBS=4 for fewer)
-# make test           the test suite on the CUDA simulator; no CUDA toolkit download
+# make test           the test suite on the CUDA simulator; no CUDA toolkit download; one pytest
+#                     process per CPU core (pytest-xdist; make test TEST_JOBS=0 for one process)
 # make test-quick     the same without the tests marked slow (pytest -m "not slow")
 # make test PTX=1     also install NVVM (~460 MB installed, the `ptx` extra) and compile every kernel for
 #                     sm_75..sm_90 (what CI runs: .ci/run)
@@ -15,6 +16,7 @@ VENV   ?= .venv
 CUDA   ?=
 PTX    ?=
 JOBS   ?=
+TEST_JOBS ?= auto
 # JupyterLab options: make jupyter JUPYTER_ARGS="--ip=0.0.0.0 --port=8888 --no-browser"
 JUPYTER_ARGS ?= --no-browser
 LESSONS_COPY ?= my-lessons
@@ -52,10 +54,10 @@ lessons-shipped: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba lessons run
 
 test: $(VENV)/.test-$(TEST_EXTRAS)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(TEST_JOBS)
 
 test-quick: $(VENV)/.test-$(TEST_EXTRAS)
-	$(VENV)/bin/python -m pytest -m "not slow"
+	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) -m "not slow"
 
 doctor: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba doctor
