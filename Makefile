@@ -2,7 +2,7 @@
 #                     warmup first compiles every kernel the lessons launch, one process per CPU core
 #                     (make lessons JOBS=4 for fewer)
 # make test           the test suite on the CUDA simulator; no CUDA toolkit download; one pytest
-#                     process per CPU core (pytest-xdist; make test TEST_JOBS=0 for one process)
+#                     process per CPU core, 8 at most (pytest-xdist; make test TEST_JOBS=0 for one)
 # make test-quick     the same without the tests marked slow (pytest -m "not slow")
 # make test PTX=1     also install NVVM (~460 MB installed, the `ptx` extra) and compile every kernel for
 #                     sm_75..sm_90 (what CI runs: .ci/run)
@@ -54,10 +54,10 @@ lessons-shipped: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba lessons run
 
 test: $(VENV)/.test-$(TEST_EXTRAS)
-	$(VENV)/bin/python -m pytest -n $(TEST_JOBS)
+	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) --maxprocesses 8
 
 test-quick: $(VENV)/.test-$(TEST_EXTRAS)
-	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) -m "not slow"
+	$(VENV)/bin/python -m pytest -n $(TEST_JOBS) --maxprocesses 8 -m "not slow"
 
 doctor: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba doctor
