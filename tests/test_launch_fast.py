@@ -64,9 +64,9 @@ def test_launch_paths_match_the_numpy_answer(rng, path):
 
 
 def test_a_launch_repeated_as_it_was_goes_straight_to_the_driver(rng):
-    """On a GPU the third and later identical launches pass the argument block packed at the
-    second one to the driver (device._repeat_launch): float32, float and int scalars, a strided
-    view and mapped host words must all arrive as they do through cuda.core's launch."""
+    """On a GPU a launch that repeats the previous argument list passes the argument block packed
+    at the first repeat to the driver (device._repeat_launch): float32, float and int scalars, a
+    strided view and mapped host words must all arrive as they do through cuda.core's launch."""
     x, big, rows, host = _inputs(rng)
     dx, dbig, drows = device.to_device(x), device.to_device(big), device.to_device(rows)
     out, words = dbig[:, :40], device.byte_words(host)
