@@ -18,8 +18,8 @@ waits for its value check's verdict, so calls do not queue ahead of the GPU); ``
 the same work launched on arguments checked once (``launch_unchecked``), as sglang's launcher runs:
 the figure its 28 / 92 / 613 us compare with; ``graph_us`` (``spec_1_full`` only) the same
 launches replayed from one captured CUDA graph, as sglang's decode loop runs them (its 25.9 us at
-batch 1). Before timing, every kernel configuration the chosen
-batches launch is compiled in parallel processes (``warmup.bench_spec_tasks``). The floor is the
+batch 1). Before timing, every kernel configuration the chosen batches launch is compiled in
+parallel processes (``warmup.bench_spec_tasks``). The floor is the
 bytes that must cross PCIe (unique misses x item size x layers) at the measured pinned
 host-to-device memcpy bandwidth; ``floor %`` is
 floor time / GPU time. ``zc_us`` is the same unique misses (the anchor's last miss plan, x
