@@ -5,8 +5,9 @@ device, so this module checks them there, before the swap kernel runs: one launc
 ``value_check_kernel`` (one block per batch row, coalesced reads, atomics into the stream's small
 flags buffer, and claims of request slots and device items in a ``value_flags.claim_table``, which
 the check's epoch keeps from needing a clear), whose last block writes the verdict.
-``value_checks_reference`` computes the same verdict in NumPy; the reference launcher uses it. docs/speculative-swap-in.md ("What a call must satisfy") lists the
-rules; lessons 01, 03, 04 and 08 call launchers that run them.
+``value_checks_reference`` computes the same verdict in NumPy; the reference launcher uses it.
+docs/speculative-swap-in.md ("What a call must satisfy") lists the rules; lessons 01, 03, 04 and
+08 call launchers that run them.
 
 For each real row ``b < num_real_reqs[0]`` with request ``rid = req_pool_indices[b]``:
 
