@@ -405,7 +405,9 @@ def _repeat_launch(last) -> bool:
         if _DRIVER_LAUNCH and not last.entry.kernel.cooperative:
             try:
                 holder = _DRIVER_LAUNCH[0](last.kargs)
-                (gx, gy, gz), (bx, by, bz) = _dims3(last.grid), _dims3(last.block)
+                from numba.cuda.errors import normalize_kernel_dimensions
+
+                (gx, gy, gz), (bx, by, bz) = normalize_kernel_dimensions(last.grid, last.block)
                 handle = getattr(last.entry.cufunc, "handle", None) or last.entry.cufunc._handle
                 raw = last.raw = (int(handle), gx, gy, gz, bx, by, bz, holder, holder.ptr)
             except Exception as exc:   # noqa: BLE001 - keep cuda.core's launch, and say why
@@ -423,11 +425,6 @@ def _repeat_launch(last) -> bool:
         fast_launch_failures.append(f"driver launch: {err!r}; cuda.core's launch from now on")
         _DRIVER_LAUNCH = last.raw = False
     return ok
-
-
-def _dims3(dims) -> tuple:
-    dims = tuple(dims) if isinstance(dims, tuple) else (dims,)
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
 def _argument_words(entry, kind, ty, a, stream) -> list:

@@ -6,8 +6,8 @@ slot in ``[0, n)`` and no slot may appear twice (two blocks would reset and inde
 at once). That verdict needs the indices' values, which live on the device: one launch of
 ``initialize_check_kernel`` (one thread per index, a claim per request slot in a
 ``value_flags.claim_table``, atomics into the stream's small flags buffer), whose last block writes
-the verdict, instead of copying the indices to the host. ``initialize_checks_reference`` computes the same verdict in NumPy. Lessons 01, 03, 04
-and 08 build states that pass these checks.
+the verdict, instead of copying the indices to the host. ``initialize_checks_reference`` computes
+the same verdict in NumPy. Lessons 01, 03, 04 and 08 build states that pass these checks.
 """
 
 from __future__ import annotations
