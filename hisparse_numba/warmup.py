@@ -232,6 +232,8 @@ LESSON_TASKS = (
     _spec(1, 5, 8, 16, False, "lesson 04", state_steps=4, strided=("scratch_state",)),
     Task("kv-canary plan, write, verify (lessons 02, 12, 13)", "hisparse_numba.kv_canary.examples",
          "compile_examples"),
+    Task("benchmark harness kernels (lesson 11 times its gathers on a GPU; bench)", "hisparse_numba.warmup",
+         "compile_harness"),
 )
 # The compile examples of every family (the compile-only check and the tests use them), the
 # sanitizer workload, the single-step fuzz, and the benchmark harness.
@@ -248,7 +250,6 @@ TEST_TASKS = (
     *(Task(f"single-step swap-in, the fuzz's configurations, part {part + 1} of {FUZZ_PARTS} (source "
            "checkout)", "tests.hisparse.single_step_workloads", "compile_fuzz_configurations",
            {"part": part, "parts": FUZZ_PARTS}, seconds=25.0) for part in range(FUZZ_PARTS)),
-    Task("benchmark harness kernels", "hisparse_numba.warmup", "compile_harness"),
 )
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run on a CUDA machine that reaches no package registry (the project's lent H200), from the
-# repo root, with the wheels prepared by `../shared/tools/gpu-wheels pytest-xdist` carried in .whl/.
+# repo root, with the wheels prepared by `../shared/tools/gpu-wheels pytest-xdist "setuptools>=77" wheel`
+# carried in .whl/.
 #   scripts/gpu_check.sh doctor warmup tests lessons bench
 # Phases: warmup (compile every kernel specialisation into the on-disk kernel cache, so that
 # the later phases only load them; $WARMUP_JOBS processes, default one per core), lessons-cold
@@ -20,6 +21,8 @@ mkdir -p "$OUT"
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
+  # pip's isolated builds (the packaging test builds a wheel) take setuptools and wheel from .whl too
+  export PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl
 fi
 export HISPARSE_NUMBA_BACKEND=cuda PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 status=0

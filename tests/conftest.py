@@ -26,9 +26,26 @@ ON_GPU = device.backend() == "cuda"
 BIG = ON_GPU and os.environ.get("HISPARSE_NUMBA_TEST_SIZES", "") != "small"
 
 
-def slow_on_gpu(test):
-    """``@pytest.mark.slow`` at sglang's sizes only (a test that is quick in the simulator)."""
-    return pytest.mark.slow(test) if BIG else test
+def slow_on_gpu(test=None, *, seconds: float = 10):
+    """``@pytest.mark.slow`` at sglang's sizes only (a test that is quick in the simulator);
+    ``@slow_on_gpu(seconds=...)`` says about how long it takes there (see ``slow_seconds``)."""
+    def mark(t):
+        return pytest.mark.slow(seconds=seconds)(t) if BIG else t
+    return mark if test is None else mark(test)
+
+
+def slow_seconds(item) -> float:
+    """About how long a slow test takes (its ``@pytest.mark.slow(seconds=...)``, else 10); 0 for the others."""
+    marker = item.get_closest_marker("slow")
+    return 0.0 if marker is None else float(marker.kwargs.get("seconds", 10))
+
+
+def pytest_configure(config):
+    # pytest-xdist hands each process two tests at a time instead of a quarter of its share at
+    # once, so that the long tests sorted first (``longest_first``) start at once on different
+    # processes
+    if getattr(config.option, "maxschedchunk", "absent") is None:
+        config.option.maxschedchunk = 1
 
 
 def sized(small, big):
@@ -45,7 +62,25 @@ def pytest_report_header(config):
     return header
 
 
+def longest_first(items: list) -> list:
+    """The slow tests longest first, each followed by one quick test taken from the end; then the
+    rest in pytest's order.
+
+    pytest-xdist hands tests out in collection order, two to a process at the start (see
+    ``pytest_configure``), so a long test collected last (a compile for every architecture, a wheel
+    build) would run alone at the end while the other processes sit idle, and two long tests next
+    to each other would go to the same process. The sort is stable: pytest's order within equal
+    times."""
+    slow = sorted((i for i in items if slow_seconds(i)), key=lambda i: -slow_seconds(i))
+    quick = [i for i in items if not slow_seconds(i)]
+    fillers = quick[len(quick) - min(len(slow), len(quick)):][::-1]
+    rest = quick[:len(quick) - len(fillers)]
+    paired = [t for pair in zip(slow, fillers + [None] * (len(slow) - len(fillers))) for t in pair if t]
+    return paired + rest
+
+
 def pytest_collection_modifyitems(config, items):
+    items[:] = longest_first(items)
     if ON_GPU:
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (running under the simulator)")

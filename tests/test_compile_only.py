@@ -14,7 +14,7 @@ needs_nvvm = pytest.mark.skipif(NVVM_MISSING is not None, reason=NVVM_MISSING or
 
 
 @needs_nvvm
-@pytest.mark.slow
+@pytest.mark.slow(seconds=120)   # every kernel for one architecture: about 2 min on one core
 @pytest.mark.parametrize("cc", list(compile_check.ARCHITECTURES), ids=compile_check.arch_name)
 def test_every_kernel_compiles_for(cc):
     env = dict(os.environ, HISPARSE_NUMBA_BACKEND="compile-only")

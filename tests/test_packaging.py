@@ -157,7 +157,10 @@ def test_a_real_wheel_carries_the_lessons(tmp_path):
     zipfile.ZipFile(wheel).extractall(site)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(site))
+    # the wheel's files first; whatever else the path holds (the GPU machine's numpy<2.5) after them
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                 if p and Path(p).resolve() != ROOT]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site)] + inherited))
     listed = subprocess.run([sys.executable, "-m", "hisparse_numba", "lessons", "list"], cwd=elsewhere, env=env,
                             capture_output=True, text=True, timeout=600)
     assert listed.returncode == 0, listed.stdout + listed.stderr

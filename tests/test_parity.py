@@ -17,7 +17,7 @@ import pytest
 from hisparse_numba import device
 from hisparse_numba.hisparse.spec_state import HiSparseSpecState
 from hisparse_numba.parity import add_arguments, run
-from hisparse_numba.parity.cases import (CaseResult, Sizes, canary_pipeline_case, canary_plan_case,
+from hisparse_numba.parity.cases import (CaseResult, Sizes, canary_plan_case,
                                          handoff_case, sglang_scan_problem, single_step_case, spec_case)
 from hisparse_numba.parity.command import report
 from hisparse_numba.parity.compare import (Check, duplicate_tokens, exclude_unstable, handoff_counts,

@@ -1,8 +1,9 @@
 """``warmup --lessons`` compiles every kernel specialisation the lessons launch.
 
-The solved lessons run headless (as ``make lessons`` runs them) with every ``device.launch`` of the
-notebook's process recorded (an IPython startup file enters ``warmup.recording_launches``); the
-warmup tasks run under the same recorder here. Every specialisation of a hisparse-numba kernel that
+Each solved lesson runs headless (as ``make lessons`` runs it; one test per lesson, so that
+pytest-xdist spreads them) with every ``device.launch`` of the notebook's process recorded (an
+IPython startup file enters ``warmup.recording_launches``); the warmup tasks run under the same
+recorder here, once per test process. Every specialisation of a hisparse-numba kernel that
 a lesson launches must be one a warmup task launches. Kernels the learner writes (lesson 14's
 puzzles) cannot be known in advance and are left out. The same holds in both worlds: in the
 simulator the speculative swap-in's geometry is the simulator's, on a GPU the GPU's.
@@ -26,48 +27,48 @@ _hisparse_launch_recorder.__enter__()   # kept referenced: a collected generator
 """
 
 
-def record_lessons(tmp_path, lessons) -> dict:
-    """``{lesson id: set of specialisations}`` of the solved lessons, run headless."""
+def record_lesson(tmp_path, lesson) -> set:
+    """The specialisations the solved ``lesson`` launches, run headless."""
     startup = tmp_path / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
     (startup / "00-record-launches.py").write_text(STARTUP)
-    found = {}
+    log = tmp_path / f"launches-{lesson.id}.txt"
+    log.touch()
     saved = {k: os.environ.get(k) for k in ("IPYTHONDIR", "HISPARSE_NUMBA_LAUNCH_LOG")}
-    os.environ["IPYTHONDIR"] = str(tmp_path / "ipython")
+    os.environ.update(IPYTHONDIR=str(tmp_path / "ipython"), HISPARSE_NUMBA_LAUNCH_LOG=str(log))
     try:
-        for lesson in lessons:
-            log = tmp_path / f"launches-{lesson.id}.txt"
-            log.touch()
-            os.environ["HISPARSE_NUMBA_LAUNCH_LOG"] = str(log)
-            result = runner.run_lesson(lesson, tmp_path / "out", solved=True, progress=False)
-            assert result.ok, result.line()
-            found[lesson.id] = set(log.read_text().splitlines())
+        result = runner.run_lesson(lesson, tmp_path / "out", solved=True, progress=False)
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    return found
+    assert result.ok, result.line()
+    return set(log.read_text().splitlines())
 
 
-def warmup_launches(which: str) -> set:
+@pytest.fixture(scope="module")
+def warmed_up() -> set:
+    """What the ``warmup --lessons`` tasks launch (once per test process)."""
     seen = set()
     with warmup.recording_launches(seen):
-        for task in warmup.tasks_for(which):
+        for task in warmup.tasks_for("lessons"):
             task.run()
+    assert not any(k.startswith(warmup.LEARNER_MARK) for k in seen)
     return seen
 
 
 @pytest.mark.slow
-def test_warmup_covers_every_kernel_the_lessons_launch(tmp_path):
-    lessons = runner.discover(LESSONS_DIR)
-    by_lesson = record_lessons(tmp_path, lessons)
-    assert any(by_lesson.values()), "the recorder saw no launch: is the IPython startup file read?"
-    covered = warmup_launches("lessons")
-    assert not any(k.startswith(warmup.LEARNER_MARK) for k in covered)
-    missing = {lid: sorted(k for k in keys - covered if not k.startswith(warmup.LEARNER_MARK))
-               for lid, keys in by_lesson.items()}
-    missing = {lid: keys for lid, keys in missing.items() if keys}
-    assert not missing, "lessons launch specialisations warmup --lessons does not compile:\n" + "\n".join(
-        f"lesson {lid}: {k}" for lid, keys in sorted(missing.items()) for k in keys)
+@pytest.mark.parametrize("lesson", runner.discover(LESSONS_DIR), ids=lambda lesson: lesson.id)
+def test_warmup_covers_every_kernel_the_lesson_launches(tmp_path, lesson, warmed_up):
+    launched = record_lesson(tmp_path, lesson)
+    missing = sorted(k for k in launched - warmed_up if not k.startswith(warmup.LEARNER_MARK))
+    assert not missing, (f"lesson {lesson.id} launches specialisations warmup --lessons does not compile:\n"
+                         + "\n".join(missing))
+
+
+def test_the_recorder_sees_a_lesson_launch(tmp_path):
+    """The IPython startup file is read: lesson 00 (a quick one) launches at least one kernel."""
+    lesson = next(l for l in runner.discover(LESSONS_DIR) if l.id == "00")
+    assert record_lesson(tmp_path, lesson), "the recorder saw no launch: is the IPython startup file read?"

@@ -17,7 +17,7 @@ from hisparse_numba.hisparse.examples import (
 from hisparse_numba.hisparse.planned_copy import copy_cache_planned_mla
 from hisparse_numba.hisparse.swap_in import (
     load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference)
-from ..conftest import ON_GPU, assert_sanitizer_clean
+from ..conftest import ON_GPU, assert_sanitizer_clean, slow_on_gpu
 from .plan_misuse import plan_misuse
 
 IMPLS = ["reference", "kernel"]
@@ -179,6 +179,7 @@ def test_random_problem_matches_reference(K, H, block, batch):
     check_against_reference(p)
 
 
+@slow_on_gpu(seconds=120)   # about 2 min on the H200: hypothesis' examples reach new specialisations
 @settings(max_examples=10 if not ON_GPU else 25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31), batch=st.integers(1, 3), K=st.integers(1, 9),

@@ -1,7 +1,6 @@
 """Lesson 14's puzzle checkers: right for right kernels, wrong (saying where) for plausible wrong ones."""
 
 import matplotlib
-import numpy as np
 import pytest
 
 from hisparse_numba import device
