@@ -48,9 +48,10 @@ def record_lesson(tmp_path, lesson) -> set:
     return set(log.read_text().splitlines())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def warmed_up() -> set:
-    """What the ``warmup --lessons`` tasks launch (once per test process)."""
+    """What the ``warmup --lessons`` tasks launch (once per test process: session-scoped, because
+    the suite's order puts other modules' tests between these, see ``longest_first``)."""
     seen = set()
     with warmup.recording_launches(seen):
         for task in warmup.tasks_for("lessons"):
