@@ -41,10 +41,10 @@ def slow_seconds(item) -> float:
 
 
 def pytest_configure(config):
-    # On a GPU, pytest-xdist hands each process two tests at a time instead of a quarter of its
-    # share at once, so that the long tests sorted first (``longest_first``) start at once on
-    # different processes
-    if ON_GPU and getattr(config.option, "maxschedchunk", "absent") is None:
+    # pytest-xdist hands each process two tests at a time instead of a quarter of its share at
+    # once, so that the long tests sorted first (``longest_first``) start at once on different
+    # processes
+    if getattr(config.option, "maxschedchunk", "absent") is None:
         config.option.maxschedchunk = 1
 
 
@@ -66,12 +66,12 @@ def longest_first(items: list) -> list:
     """The slow tests longest first, each followed by one quick test taken from the end; then the
     rest in pytest's order.
 
-    On a GPU (where the suite is about 4 minutes in 8 processes and the longest tests 2 to 3),
     pytest-xdist hands tests out in collection order, two to a process at the start (see
     ``pytest_configure``), so a long test collected last (a compile for every architecture, a wheel
     build) would run alone at the end while the other processes sit idle, and two long tests next
-    to each other would go to the same process. The sort is stable: pytest's order within equal
-    times."""
+    to each other would go to the same process (notes/gpu-runs.md, session 13: on the H200 the
+    suite went from 282 to 233 s; on CI's two cores, from about 30 to 22 min). The sort is stable:
+    pytest's order within equal times."""
     slow = sorted((i for i in items if slow_seconds(i)), key=lambda i: -slow_seconds(i))
     quick = [i for i in items if not slow_seconds(i)]
     fillers = quick[len(quick) - min(len(slow), len(quick)):][::-1]
@@ -81,10 +81,8 @@ def longest_first(items: list) -> list:
 
 
 def pytest_collection_modifyitems(config, items):
+    items[:] = longest_first(items)
     if ON_GPU:
-        # Only there: on CI's two cores the simulator's suite ran 22 min in this order against
-        # 15 in pytest's (notes/gpu-runs.md, session 13), so the simulator keeps pytest's order.
-        items[:] = longest_first(items)
         return
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (running under the simulator)")
     for item in items:
