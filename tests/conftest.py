@@ -74,10 +74,11 @@ def longest_first(items: list) -> list:
     pytest's order within equal times."""
     slow = sorted((i for i in items if slow_seconds(i)), key=lambda i: -slow_seconds(i))
     quick = [i for i in items if not slow_seconds(i)]
-    fillers = quick[len(quick) - min(len(slow), len(quick)):][::-1]
-    rest = quick[:len(quick) - len(fillers)]
-    paired = [t for pair in zip(slow, fillers + [None] * (len(slow) - len(fillers))) for t in pair if t]
-    return paired + rest
+    fillers = quick[::-1][:len(slow)]
+    ordered = []
+    for n, test in enumerate(slow):
+        ordered += [test, fillers[n]] if n < len(fillers) else [test]
+    return ordered + quick[:len(quick) - len(fillers)]
 
 
 def pytest_collection_modifyitems(config, items):
