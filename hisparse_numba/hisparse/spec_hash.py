@@ -143,10 +143,11 @@ def thread_range_dev(n, tid, nthreads):
 
 
 @cuda.jit(device=True, inline=True)
-def bucket_entry_dev(rid, dbt, slot, bank, mask):
-    """(bucket in ``bank``, packed entry) of the token hot slot ``slot`` holds."""
-    s = np.int64(slot)
-    tok = np.int64(dbt[rid, s])
+def bucket_entry_dev(rid, dbt, slots, tokens, i, bank, mask):
+    """(bucket in ``bank``, packed entry) of item ``i``: the token hot slot ``slots[i]`` holds,
+    kept in ``tokens[i]`` (shared) for the first ``len(tokens)`` items, else read from ``dbt``."""
+    s = np.int64(slots[i])
+    tok = np.int64(tokens[i]) if i < tokens.shape[0] else np.int64(dbt[rid, s])
     b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
     return b, (s << 32) | tok
 
@@ -181,19 +182,21 @@ def hash_erase_dev(cache_index, rid, token, slot):
     mask = cache_index.shape[2] - 1
     e = (slot << 32) | token
     b0 = h0_dev(token, mask)
-    if cache_index[rid, 0, b0] == e:
+    b1 = h1_dev(token, mask)
+    e0 = cache_index[rid, 0, b0]     # both banks read at once: one latency
+    e1 = cache_index[rid, 1, b1]
+    if e0 == e:
         cache_index[rid, 0, b0] = -2
-    else:
-        b1 = h1_dev(token, mask)
-        if cache_index[rid, 1, b1] == e:
-            cache_index[rid, 1, b1] = -2
+    elif e1 == e:
+        cache_index[rid, 1, b1] = -2
 
 
 SNAPSHOT, OFFER, SETTLE = 0, 1, 2   # the passes of one bank's round (bank_pass_dev)
 
 
 @cuda.jit(device=True, inline=True)
-def bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, stage, tid, nthreads):
+def bank_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, bank, mask, stage, tid,
+                  nthreads):
     """One pass of a bank's insert round over this thread's items, then a barrier. ``pend[i]``: 0
     placed, 1 pending, 2 racing for its bucket in this bank. SNAPSHOT: a pending entry whose
     bucket is free before anyone writes starts racing; OFFER: each racing entry offers itself
@@ -201,7 +204,7 @@ def bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, stage
     i = tid
     while i < n_items:
         if pend[i] == (1 if stage == SNAPSHOT else 2):
-            b, e = bucket_entry_dev(rid, dbt, slots[i], bank, mask)
+            b, e = bucket_entry_dev(rid, dbt, slots, tokens, i, bank, mask)
             if stage == SNAPSHOT:
                 pend[i] = 2 if cache_index[rid, bank, b] < 0 else 1
             elif stage == OFFER:
@@ -222,12 +225,14 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid
     i = tid
     while i < n_items:
         pend[i] = 1 if slots[i] >= 0 else 0
+        if slots[i] >= 0 and i < scan.shape[0]:
+            scan[i] = dbt[rid, slots[i]]     # the passes below read the tokens of the first items here
         i += nthreads
     cuda.syncthreads()
     for bank in range(2):
-        bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, SNAPSHOT, tid, nthreads)
-        bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, OFFER, tid, nthreads)
-        bank_pass_dev(cache_index, rid, dbt, slots, n_items, pend, bank, mask, SETTLE, tid, nthreads)
+        for stage in (SNAPSHOT, OFFER, SETTLE):
+            bank_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, bank, mask, stage, tid,
+                          nthreads)
     # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
     # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
     i0, i1 = thread_range_dev(n_items, tid, nthreads)
@@ -235,41 +240,42 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid
     for i in range(i0, i1):
         if pend[i] != 0:
             count += 1
-    k, left = block_exclusive_scan_dev(scan, count, tid, nthreads)
-    listed = left <= nthreads
-    if listed:
-        for i in range(i0, i1):
-            if pend[i] != 0:
-                scan[k] = i
-                k += 1
-        cuda.syncthreads()
-    if tid == 0:
-        for j in range(left if listed else n_items):
-            i = scan[j] if listed else j
-            if pend[i] != 0:
-                s = np.int64(slots[i])
-                e = (s << 32) | np.int64(dbt[rid, s])
-                placed = False
-                for kick in range(MAX_KICKS):
-                    tok = e & 0xFFFFFFFF
-                    b0 = h0_dev(tok, mask)
-                    b1 = h1_dev(tok, mask)
-                    c0 = cache_index[rid, 0, b0]    # both buckets read at once: one latency
-                    c1 = cache_index[rid, 1, b1]
-                    if c0 < 0:
-                        cache_index[rid, 0, b0] = e
-                        placed = True
-                        break
-                    if c1 < 0:
-                        cache_index[rid, 1, b1] = e
-                        placed = True
-                        break
-                    if kick % 2 == 0:
-                        cache_index[rid, 0, b0] = e
-                        e = c0
-                    else:
-                        cache_index[rid, 1, b1] = e
-                        e = c1
-                if not placed:
-                    flag[0] = 1
+    if cuda.syncthreads_or(count):    # none left over is the common case: one barrier
+        k, left = block_exclusive_scan_dev(scan, count, tid, nthreads)
+        listed = left <= nthreads
+        if listed:
+            for i in range(i0, i1):
+                if pend[i] != 0:
+                    scan[k] = i
+                    k += 1
+            cuda.syncthreads()
+        if tid == 0:
+            for j in range(left if listed else n_items):
+                i = scan[j] if listed else j
+                if pend[i] != 0:
+                    s = np.int64(slots[i])
+                    e = (s << 32) | np.int64(dbt[rid, s])
+                    placed = False
+                    for kick in range(MAX_KICKS):
+                        tok = e & 0xFFFFFFFF
+                        b0 = h0_dev(tok, mask)
+                        b1 = h1_dev(tok, mask)
+                        c0 = cache_index[rid, 0, b0]    # both buckets read at once: one latency
+                        c1 = cache_index[rid, 1, b1]
+                        if c0 < 0:
+                            cache_index[rid, 0, b0] = e
+                            placed = True
+                            break
+                        if c1 < 0:
+                            cache_index[rid, 1, b1] = e
+                            placed = True
+                            break
+                        if kick % 2 == 0:
+                            cache_index[rid, 0, b0] = e
+                            e = c0
+                        else:
+                            cache_index[rid, 1, b1] = e
+                            e = c1
+                    if not placed:
+                        flag[0] = 1
     cuda.syncthreads()

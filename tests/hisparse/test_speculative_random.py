@@ -40,9 +40,12 @@ def random_selection(rng, snap, batch, steps, top_k, hot, tail, seq):
 @slow_on_gpu
 @pytest.mark.parametrize("seed", range(4 if not ON_GPU else 10))
 def test_random_call_sequences_match_reference(seed, monkeypatch):
-    # both ways of committing: a committer tile per request (seeds 0, 1, 4, 5, ...) or the last
-    # tile to arrive (seeds 2, 3, 6, 7, ...)
-    monkeypatch.setattr(launch, "committer_tile", lambda batch, tiles: seed // 2 % 2 == 0)
+    # both ways of committing: a committer tile per request (seeds 0, 1, 4, 5, ...), with copier
+    # tiles on the odd ones, or the last tile to arrive (seeds 2, 3, 6, 7, ...)
+    committer = seed // 2 % 2 == 0
+    monkeypatch.setattr(launch, "committer_tile", lambda batch, tiles: committer)
+    monkeypatch.setattr(launch, "copier_tiles",
+                        lambda batch, tiles, has_committer: 2 + seed % 3 if seed % 2 and has_committer else 0)
     rng = np.random.default_rng(seed)
     steps = int(rng.integers(2, 5))
     top_k, hot, tail = (8, 16, 4) if not ON_GPU else (int(rng.choice([512, 2048])), 4096, 64)
@@ -83,3 +86,25 @@ def test_random_call_sequences_match_reference(seed, monkeypatch):
             hot_tokens = hot_tokens[hot_tokens >= 0]
             assert len(np.unique(hot_tokens)) == len(hot_tokens)
             assert owned_locations(got, rid) == owned_locations(before, rid)
+
+
+@pytest.mark.parametrize("copiers", [1, 3, 7])
+def test_copier_tiles_copy_every_listed_miss_once(copiers, monkeypatch):
+    # several tiles per request (the simulator's 32-thread tiles, two occurrences per thread), a
+    # committer tile and copier tiles that split the tiles' copy lists between them
+    monkeypatch.setattr(launch, "committer_tile", lambda batch, tiles: True)
+    monkeypatch.setattr(launch, "copier_tiles", lambda batch, tiles, committer: copiers)
+    rng = np.random.default_rng(copiers)
+    steps, top_k, hot, tail = 4, 64 if not ON_GPU else 2048, 128 if not ON_GPU else 4096, 8
+    batch, words = 2, 2 if not ON_GPU else 72
+    t = steps * top_k
+    seq = 3 * (hot + t)
+    kw = make_spec_problem(batch=batch, steps=steps, top_k=top_k, hot=hot, tail=tail, item_words=words,
+                           scratch_capacity=t, max_positions=seq, record=True, seed=copiers)
+    for call in range(2):
+        tokens = random_selection(rng, snapshot(kw), batch, steps, top_k, hot, tail, seq)
+        set_selection(kw, tokens, np.full(batch * steps, seq), num_real_reqs=batch)
+        got, want = run_kernel_and_reference(kw)
+        assert mismatches(got, want) == [], call
+        assert wrong_items(got, words) == [], call
+        assert want["miss_count"][:batch].min() > 0

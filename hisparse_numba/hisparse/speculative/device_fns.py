@@ -191,11 +191,16 @@ def union_victim_dev(cache_policy, row, u, num_misses, cursor, hot, e_now, emask
     ``union_sample_positions``)."""
     partition_size = (hot - 1 - u) // num_misses + 1
     sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
+    refs = cuda.local.array(CLOCK_VICTIM_SAMPLES, np.int64)
+    for sample in range(CLOCK_VICTIM_SAMPLES):     # a fixed count: every load in flight at once
+        if sample < sample_count:
+            slot = (cursor + u + (sample * partition_size // sample_count) * num_misses) % hot
+            refs[sample] = load_coherent_dev(cache_policy, (row, slot))
     best = -1
     best_age = np.int64(-1)
     for sample in range(sample_count):
         slot = (cursor + u + (sample * partition_size // sample_count) * num_misses) % hot
-        r = np.int64(load_coherent_dev(cache_policy, (row, slot)))
+        r = refs[sample]
         if r != e_now:
             age = (e_now - r) & emask
             if age > best_age:
@@ -232,7 +237,7 @@ def fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now):
     start = ((cursor + u * KNUTH) & MASK32) % hot
     for a in range(hot):
         slot = ((start + a * KNUTH) & MASK32) % hot
-        if cache_policy[row, slot] != e_now:
+        if load_coherent_dev(cache_policy, (row, slot)) != e_now:
             cache_policy[row, slot] = e_now
             return slot
     return -1
@@ -250,15 +255,15 @@ def fallback_victims_dev(cache_policy, row, victims, aux, flag, lo, hi, cursor, 
 
 @cuda.jit(device=True, inline=True)
 def apply_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_locs,
-                     scratch_state, metadata, victims, i, u, rid, row, index, compact, cap, sigma):
+                     scratch_state, metadata, unique_token, victims, i, u, b, t, rid, row, index,
+                     compact, cap, sigma):
     """Miss ``u`` takes its victim ``victims[i]``, evicting that slot's token from the hash: a
     scratch miss by zero-copy promotion (it swaps locations with the slot), a direct-overflow miss
     in place (its index entry names the slot's location, which the item is copied to). Without a
     victim holding a location, ``victims[i] = -1`` and a direct miss's index entry is
     UNRESOLVED."""
     v = np.int64(victims[i])
-    p = scratch_state[row, compact + u] & COMPACT_POS_MASK
-    tok = load_coherent_dev(metadata, (row, p)) & MASK32
+    tok = load_coherent_dev(unique_token, b * t + u)
     applied = False
     if v >= 0:
         old_loc = device_buffer_locs[rid, v]
@@ -271,11 +276,13 @@ def apply_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, scra
                 device_buffer_locs[rid, v] = scratch_locs[rid, u]
                 scratch_locs[rid, u] = old_loc
             else:
+                p = scratch_state[row, compact + u] & COMPACT_POS_MASK
                 metadata[row, index + p] = (sigma << 32) | old_loc
             applied = True
     if not applied:
         victims[i] = -1
         if u >= cap:
+            p = scratch_state[row, compact + u] & COMPACT_POS_MASK
             metadata[row, index + p] = (sigma << 32) | UNRESOLVED
 
 

@@ -1,12 +1,13 @@
 """The speculative swap kernel: one launch resolves every occurrence and commits every request.
 
 ``swap_kernel(reps, committer, record)`` builds the kernel for one compile-time configuration.
-Grid ``(batch, tiles [+ 1 committer])`` x ``tile`` threads (``tile <= MAX_THREADS``); the sizes
-of a call are runtime values read from its arrays: ``steps, top_k = top_k_tokens.shape[1:]``, ``T
-= steps * top_k``, ``H = cache_policy.shape[1]`` and ``tile = blockDim.x``, so one compiled kernel
-serves every size (its shared arrays have the documented maxima, ``MAX_OCCURRENCES`` and
+Grid ``(batch, tiles [+ copiers + 1 committer])`` x ``tile`` threads (``tile <= MAX_THREADS``);
+the sizes of a call are runtime values read from its arrays: ``steps, top_k =
+top_k_tokens.shape[1:]``, ``T = steps * top_k``, ``H = cache_policy.shape[1]`` and ``tile =
+blockDim.x``, so one compiled kernel serves every size (its shared arrays have the documented maxima, ``MAX_OCCURRENCES`` and
 ``MAX_THREADS`` entries). The stages (classify, count, number, duplicates, finish,
-copy) are in the package docstring (``__init__.py``). The commit follows ``reference.py`` step by
+copy) and the roles of the tiles (tiles, copier tiles, the committer) are in the package docstring
+(``__init__.py``). The commit follows ``reference.py`` step by
 step with the same names; docs/speculative-swap-in.md states the behaviour. Lessons 01, 03, 04 and
 08 launch it through ``launch.py``.
 """
@@ -41,154 +42,245 @@ def swap_kernel(reps: int, committer: bool, record: bool):
     written when ``record``."""
 
     @cuda.jit(device=True, inline=True)
-    def commit_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-                           host_words, dev_words, out, seq_lens, cache_index, cache_policy,
-                           scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
-                           words_per_item, tail, n, b, rid, tid, victims, aux, scan, flag):
-        """Commit of request ``b`` by one whole tile, once every tile of the request has arrived
-        (mode, admission, victims, promotion, hash, direct overflow, counters)."""
-        steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
-        t = steps * top_k
-        hot = cache_policy.shape[1]
-        tile = cuda.blockDim.x
-        cbits, ebits = clock_bits_dev(hot)
-        cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
-        index = t                 # int64 word of index entry 0 in a metadata row (after T table entries)
-        compact = 4 * t           # int32 column of compact entry 0 (after 2T int64 words)
-        row = rid + 1
-        cap = scratch_locs.shape[1]
-        packed = np.int64(cache_policy[0, rid])
-        e_now = next_epoch_dev(packed, cbits, ebits)
-        cursor = (packed & MASK32) & cmask
-        gen = np.int64(scratch_state[0, COUNT_GEN * n + rid])
-        degraded = gen < 0
-        sigma = next_sigma_dev(gen)
-        num_misses = np.int64(load_coherent_dev(scratch_state, (0, COUNT_WORK * n + rid)))
-        union_hits = np.int64(load_coherent_dev(scratch_state, (0, COUNT_UNION * n + rid)))
-        overflow = num_misses > cap
-        union_mode = num_misses + union_hits <= hot
-        if tid == 0:
-            flag[0] = 0
-        if not union_mode:
-            if not overflow:
-                i = tid
-                while i < hot:
-                    cache_policy[row, i] = 0
-                    i += tile
-                cuda.syncthreads()
-            k = tid
-            while k < top_k:
-                kind, val, tok = classify_dev(top_k_tokens, seq_lens, device_buffer_tokens,
-                                              device_buffer_locs, host_cache_locs, cache_index, b,
-                                              rid, (steps - 1) * top_k + k, top_k, steps, hot, tail,
-                                              degraded)
-                if kind == HOT:
-                    cache_policy[row, val] = e_now
-                elif kind == MISS:
-                    p = table_find_dev(metadata, row, t, sigma, tok)
-                    u = metadata[row, index + p] & MASK32
-                    if u < cap:
-                        cuda.atomic.or_(scratch_state, (row, compact + u), np.int32(CLAIM_BIT))
-                k += tile
-            cuda.syncthreads()
-            budget = np.int64(hot)
-            if overflow:
-                budget = max(np.int64(0), hot - union_hits - (num_misses - cap))
-            admit_claimed_dev(scratch_state, row, compact, min(num_misses, cap), budget, scan, tid,
-                              tile)
-        # ordinals of the misses that need a victim
+    def count_victims_dev(scratch_state, scratch_locs, rid, row, num_misses, cap, union_mode,
+                          compact, scan, tid, tile):
+        """(first, last + 1) of this thread's misses, and (its first victim ordinal, number of
+        victims) over the misses that need a victim."""
         u0, u1 = thread_range_dev(num_misses, tid, tile)
         count = 0
         for u in range(u0, u1):
             if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                 count += 1
         base, num_victims = block_exclusive_scan_dev(scan, count, tid, tile)
-        if union_mode:
-            # sampled CLOCK, COMMIT_CHUNK misses at a time as in sglang's commit block: miss u
-            # samples its own partition of the ring (disjoint between misses); then thread 0 runs
-            # the chunk's fallbacks (aux[u] = victim ordinal, -1 when u has its victim), whose
-            # stamps the next chunk's samples see
-            lo = np.int64(0)
-            while lo < num_misses:
-                hi = min(lo + COMMIT_CHUNK, num_misses)
-                clear_round_flag_dev(flag, tid)
-                i = base
-                for u in range(u0, u1):
-                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                        if u >= lo and u < hi:
-                            best = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot,
-                                                    e_now, emask)
-                            victims[i] = best
-                            aux[u] = -1
-                            if best >= 0:
-                                cache_policy[row, best] = e_now
-                            else:
-                                aux[u] = i
-                                flag[1] = 1
-                        i += 1
-                    elif u >= lo and u < hi:
-                        aux[u] = -1
-                cuda.syncthreads()
-                fallback_victims_dev(cache_policy, row, victims, aux, flag, lo, hi, cursor, hot,
-                                     e_now, tid)
-                cuda.syncthreads()
-                lo = hi
-        else:
-            # approximate mode: walks in rounds. aux[i] is where miss i's walk stands (-1: ended).
-            # A proposal writes PROPOSED + unique_idx into the slot's epoch with atomic.min, so the
-            # smallest unique_idx wins; the winner then stamps E.
-            i = base
-            for u in range(u0, u1):
-                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                    victims[i] = -1
-                    linear = u - cap if u >= cap else u     # reference: approximate_walk
-                    aux[i] = linear if linear < hot else -1
-                    i += 1
-            for _ in range(t + 1):       # every round settles a miss or ends with no proposal
-                cuda.syncthreads()
-                clear_round_flag_dev(flag, tid)
-                i = base
-                for u in range(u0, u1):
-                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                        if victims[i] < 0 and aux[i] >= 0:
-                            approximate_propose_dev(cache_policy, row, aux, i, u, num_misses, cap,
-                                                    hot, e_now, flag)
-                        i += 1
-                cuda.syncthreads()
-                if flag[1] == 0:
-                    break
-                i = base
-                for u in range(u0, u1):
-                    if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                        if victims[i] < 0 and aux[i] >= 0:
-                            slot = approximate_candidate_dev(np.int64(aux[i]), e_now, hot)
-                            if load_coherent_dev(cache_policy, (row, slot)) == PROPOSED + u:
-                                victims[i] = slot
-                                cache_policy[row, slot] = e_now
-                        i += 1
-            cuda.syncthreads()
-            # fallback: thread 0 probes for the misses whose walk ended, in unique_idx order
-            # (aux[u] = victim ordinal, -1 when u needs none)
+        return u0, u1, base, num_victims
+
+    @cuda.jit(device=True, inline=True)
+    def union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses, cap,
+                          compact, cursor, hot, e_now, emask, victims, aux, flag, u0, u1, base, tid):
+        """Union mode: sampled CLOCK, COMMIT_CHUNK misses at a time as in sglang's commit block:
+        miss u samples its own partition of the ring (disjoint between misses); then thread 0
+        runs the chunk's fallbacks (aux[u] = victim ordinal, -1 when u has its victim), whose
+        stamps the next chunk's samples see."""
+        lo = np.int64(0)
+        while lo < num_misses:
+            hi = min(lo + COMMIT_CHUNK, num_misses)
             clear_round_flag_dev(flag, tid)
             i = base
             for u in range(u0, u1):
-                aux[u] = -1
-                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                    if victims[i] < 0:
-                        aux[u] = i
-                        flag[1] = 1
+                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact):
+                    if u >= lo and u < hi:
+                        best = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot,
+                                                e_now, emask)
+                        victims[i] = best
+                        aux[u] = -1
+                        if best >= 0:
+                            cache_policy[row, best] = e_now
+                        else:
+                            aux[u] = i
+                            flag[1] = 1
+                    i += 1
+                elif u >= lo and u < hi:
+                    aux[u] = -1
+            cuda.syncthreads()
+            fallback_victims_dev(cache_policy, row, victims, aux, flag, lo, hi, cursor, hot, e_now,
+                                 tid)
+            cuda.syncthreads()
+            lo = hi
+
+    @cuda.jit(device=True, inline=True)
+    def approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses,
+                                cap, compact, cursor, hot, e_now, victims, aux, flag, u0, u1, base,
+                                t, tid):
+        """Approximate mode: walks in rounds. aux[i] is where miss i's walk stands (-1: ended). A
+        proposal writes PROPOSED + unique_idx into the slot's epoch with atomic.min, so the
+        smallest unique_idx wins; the winner then stamps E. Then the fallback: thread 0 probes
+        for the misses whose walk ended, in unique_idx order (aux[u] = victim ordinal, -1 when u
+        needs none)."""
+        i = base
+        for u in range(u0, u1):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
+                victims[i] = -1
+                linear = u - cap if u >= cap else u     # reference: approximate_walk
+                aux[i] = linear if linear < hot else -1
+                i += 1
+        for _ in range(t + 1):       # every round settles a miss or ends with no proposal
+            cuda.syncthreads()
+            clear_round_flag_dev(flag, tid)
+            i = base
+            for u in range(u0, u1):
+                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
+                    if victims[i] < 0 and aux[i] >= 0:
+                        approximate_propose_dev(cache_policy, row, aux, i, u, num_misses, cap,
+                                                hot, e_now, flag)
                     i += 1
             cuda.syncthreads()
-            fallback_victims_dev(cache_policy, row, victims, aux, flag, 0, num_misses, cursor, hot,
-                                 e_now, tid)
+            if flag[1] == 0:
+                break
+            i = base
+            for u in range(u0, u1):
+                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
+                    if victims[i] < 0 and aux[i] >= 0:
+                        slot = approximate_candidate_dev(np.int64(aux[i]), e_now, hot)
+                        if load_coherent_dev(cache_policy, (row, slot)) == PROPOSED + u:
+                            victims[i] = slot
+                            cache_policy[row, slot] = e_now
+                    i += 1
         cuda.syncthreads()
+        clear_round_flag_dev(flag, tid)
+        i = base
+        for u in range(u0, u1):
+            aux[u] = -1
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
+                if victims[i] < 0:
+                    aux[u] = i
+                    flag[1] = 1
+                i += 1
+        cuda.syncthreads()
+        fallback_victims_dev(cache_policy, row, victims, aux, flag, 0, num_misses, cursor, hot,
+                             e_now, tid)
+
+    @cuda.jit(device=True, inline=True)
+    def admit_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                  seq_lens, cache_index, cache_policy, scratch_state, metadata, b, rid, row, t,
+                  sigma, e_now, num_misses, union_hits, cap, tail, degraded, scan, tid, tile):
+        """Approximate mode: clear the reference epochs (without overflow), re-stamp the last
+        step's hot hits, claim its scratch misses and admit the first ``budget`` of them."""
+        steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
+        hot = cache_policy.shape[1]
+        index, compact = t, 4 * t
+        overflow = num_misses > cap
+        if not overflow:
+            i = tid
+            while i < hot:
+                cache_policy[row, i] = 0
+                i += tile
+            cuda.syncthreads()
+        k = tid
+        while k < top_k:
+            kind, val, tok = classify_dev(top_k_tokens, seq_lens, device_buffer_tokens,
+                                          device_buffer_locs, host_cache_locs, cache_index, b, rid,
+                                          (steps - 1) * top_k + k, top_k, steps, hot, tail,
+                                          degraded)
+            if kind == HOT:
+                cache_policy[row, val] = e_now
+            elif kind == MISS:
+                p = table_find_dev(metadata, row, t, sigma, tok)
+                u = metadata[row, index + p] & MASK32
+                if u < cap:
+                    cuda.atomic.or_(scratch_state, (row, compact + u), np.int32(CLAIM_BIT))
+            k += tile
+        cuda.syncthreads()
+        budget = np.int64(hot)
+        if overflow:
+            budget = max(np.int64(0), hot - union_hits - (num_misses - cap))
+        admit_claimed_dev(scratch_state, row, compact, min(num_misses, cap), budget, scan, tid,
+                          tile)
+
+    @cuda.jit(device=True, inline=True)
+    def index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
+                         unique_claim, b, row, t, sigma, num_misses, tid, tile):
+        """Index the scratch table by unique_idx (index and compact entries) and empty the
+        request's claim set."""
+        index, compact = t, 4 * t
+        u = tid
+        while u < num_misses:
+            token = load_coherent_dev(unique_token, b * t + u)
+            c = load_coherent_dev(unique_claim, b * t + u)
+            p = table_find_dev(metadata, row, t, sigma, token)
+            metadata[row, index + p] = (sigma << 32) | u
+            scratch_state[row, compact + u] = p
+            claim_keys[b, c] = EMPTY_KEY
+            claim_first[b, c] = NO_OCCURRENCE
+            u += tile
+
+    @cuda.jit(device=True, inline=True)
+    def finish_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                           host_words, dev_words, out, seq_lens, cache_index, cache_policy,
+                           scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
+                           counters, flags, claim_keys, claim_first, unique_token, unique_claim,
+                           words_per_item, rid, victims, aux, scan, flag):
+        """The commit of request ``b`` by one whole tile: the committer tile, which waits for the
+        tiles stage by stage, or the last tile to arrive, for which every stage is done. Once every
+        tile has counted: the mode, and in union mode the victims. Once every tile has numbered:
+        the index of the scratch table, then in approximate mode admission and victims. Once every
+        tile (and copier tile) has arrived: the workspace reset, promotion, direct overflow, hash,
+        counters. (At most 29 arguments: Python passes a longer call as ``*args``, which Numba
+        cannot inline.)"""
+        b = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        tile = cuda.blockDim.x
+        n = scratch_locs.shape[0]           # request slots: the counter banks' stride
+        steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
+        t = steps * top_k
+        hot = cache_policy.shape[1]
+        tiles = -(-t // (tile * reps))
+        tail = device_buffer_tokens.shape[1] - hot
+        cbits, ebits = clock_bits_dev(hot)
+        cmask, emask = (1 << cbits) - 1, (1 << ebits) - 1
+        index = t                 # int64 word of index entry 0 in a metadata row (after T table entries)
+        compact = 4 * t           # int32 column of compact entry 0 (after 2T int64 words)
+        row = rid + 1
+        cap = scratch_locs.shape[1]
+        packed = np.int64(load_coherent_dev(cache_policy, (0, rid)))
+        e_now = next_epoch_dev(packed, cbits, ebits)
+        cursor = (packed & MASK32) & cmask
+        gen = np.int64(scratch_state[0, COUNT_GEN * n + rid])
+        degraded = gen < 0
+        sigma = next_sigma_dev(gen)
+        if tid == 0:
+            flag[0] = 0
+        u0 = u1 = base = num_victims = np.int64(0)
+        # every tile has counted: the number of unique misses, and the union hits (added before)
+        share = wait_for_tiles_dev(flags, b, COUNTED, tiles, tid, tile)
+        _, num_misses = block_exclusive_scan_dev(scan, share, tid, tile)
+        union_hits = np.int64(load_coherent_dev(scratch_state, (0, COUNT_UNION * n + rid)))
+        overflow = num_misses > cap
+        union_mode = num_misses + union_hits <= hot
+        if union_mode:
+            u0, u1, base, num_victims = count_victims_dev(scratch_state, scratch_locs, rid, row,
+                                                          num_misses, cap, True, compact, scan,
+                                                          tid, tile)
+            union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses, cap,
+                              compact, cursor, hot, e_now, emask, victims, aux, flag, u0, u1, base,
+                              tid)
+        # every tile has numbered its misses
+        wait_for_tiles_dev(flags, b, NUMBERED, tiles, tid, tile)
+        index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
+                         unique_claim, b, row, t, sigma, num_misses, tid, tile)
+        cuda.threadfence()
+        cuda.syncthreads()
+        if not union_mode:
+            admit_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                      seq_lens, cache_index, cache_policy, scratch_state, metadata, b, rid, row, t,
+                      sigma, e_now, num_misses, union_hits, cap, tail, degraded, scan, tid, tile)
+            u0, u1, base, num_victims = count_victims_dev(scratch_state, scratch_locs, rid, row,
+                                                          num_misses, cap, False, compact, scan,
+                                                          tid, tile)
+            approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
+                                    num_misses, cap, compact, cursor, hot, e_now, victims, aux,
+                                    flag, u0, u1, base, t, tid)
+        # every tile has arrived (a tile holding later occurrences of a missed token reads their
+        # scratch locations, which promotion swaps), and every copier tile has read the flags
+        if committer and tid == 0:
+            copiers = cuda.gridDim.y - tiles - 1
+            while load_coherent_dev(counters, (b, 1)) < tiles + copiers:
+                pass
+        cuda.threadfence()
+        cuda.syncthreads()
+        j = tid
+        while j < 3 * tiles:
+            flags[b, j // tiles, j % tiles] = 0
+            j += tile
+        if tid == 0:
+            counters[b, 0] = 0
+            counters[b, 1] = 0
         # apply: zero-copy promotion or in-place direct overflow; erase the evicted tokens
         i = base
         for u in range(u0, u1):
             if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
                 apply_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_locs,
-                                 scratch_state, metadata, victims, i, u, rid, row, index, compact,
-                                 cap, sigma)
+                                 scratch_state, metadata, unique_token, victims, i, u, b, t, rid,
+                                 row, index, compact, cap, sigma)
                 i += 1
         cuda.syncthreads()
         warps = tile // LANES
@@ -225,6 +317,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             if record:
                 miss_count[b] = num_misses
 
+
     @cuda.jit(device=True, inline=True)
     def arrive_dev(counters, b, tiles):
         """Count this tile as arrived at request ``b``: 1 if it was the last one and so finishes
@@ -233,46 +326,38 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         return 1 if last and not committer else 0
 
     @cuda.jit(device=True, inline=True)
-    def finish_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-                           host_words, dev_words, out, seq_lens, cache_index, cache_policy,
-                           scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
-                           counters, flags, claim_keys, claim_first, unique_token, unique_claim,
-                           words_per_item, b, rid, tid, victims, aux, scan, flag):
-        """Once every tile of request ``b`` has arrived: index the scratch table by unique_idx,
-        reset the request's workspace, commit. (At most 29 arguments: Python passes a longer call
-        as ``*args``, which Numba cannot inline.)"""
-        n = scratch_locs.shape[0]           # request slots: the counter banks' stride
-        t = top_k_tokens.shape[1] * top_k_tokens.shape[2]
-        hot = cache_policy.shape[1]
-        tile = cuda.blockDim.x
-        tiles = -(-t // (tile * reps))
-        index, compact = t, 4 * t           # metadata row offsets, as in commit_request_dev
-        tail = device_buffer_tokens.shape[1] - hot
-        row = rid + 1
-        sigma = next_sigma_dev(np.int64(scratch_state[0, COUNT_GEN * n + rid]))
-        cuda.threadfence()
-        num_misses = load_coherent_dev(scratch_state, (0, COUNT_WORK * n + rid))
-        u = tid
-        while u < num_misses:
-            p = table_find_dev(metadata, row, t, sigma, load_coherent_dev(unique_token, b * t + u))
-            metadata[row, index + p] = (sigma << 32) | u
-            scratch_state[row, compact + u] = p
-            c = load_coherent_dev(unique_claim, b * t + u)
-            claim_keys[b, c] = EMPTY_KEY
-            claim_first[b, c] = NO_OCCURRENCE
-            u += tile
+    def copy_share_dev(host_words, dev_words, counters, flags, copy_src, copy_dst, b, t, tiles,
+                       copier, copiers, words_per_item, tid, tile, lists):
+        """Copier tile ``copier`` of ``copiers``: once every tile of request ``b`` has published
+        NUMBERED, copy its even share of the request's listed scratch misses (tile ``j``'s list
+        starts at ``b * T`` + its first unique_idx), after arriving, so that the finisher resets
+        the flags only once every copier has read them. ``lists`` (shared, >= 2 * tiles) takes
+        each tile's number of copies and of first misses."""
+        wait_for_tiles_dev(flags, b, NUMBERED, tiles, tid, tile)
         j = tid
-        while j < 3 * tiles:
-            flags[b, j // tiles, j % tiles] = 0
+        while j < tiles:
+            lists[2 * j] = load_coherent_dev(flags, (b, NUMBERED, j)) - 1
+            lists[2 * j + 1] = load_coherent_dev(flags, (b, COUNTED, j)) - 1
             j += tile
-        if tid == 0:
-            counters[b, 0] = 0
-            counters[b, 1] = 0
         cuda.syncthreads()
-        commit_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-                           host_words, dev_words, out, seq_lens, cache_index, cache_policy,
-                           scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
-                           words_per_item, tail, n, b, rid, tid, victims, aux, scan, flag)
+        if tid == 0:
+            cuda.atomic.add(counters, (b, 1), 1)
+        total = 0
+        for j in range(tiles):
+            total += lists[2 * j]
+        lo = copier * total // copiers
+        hi = (copier + 1) * total // copiers
+        seen = 0                 # copies listed by the tiles before j
+        first = b * t            # where tile j's list starts
+        for j in range(tiles):
+            a = max(lo, seen)
+            e = min(hi, seen + lists[2 * j])
+            if a < e:
+                start = first + a - seen
+                copy_items_flat_dev(host_words, copy_src, start, dev_words, copy_dst, start, e - a,
+                                    words_per_item, tid, tile)
+            seen += lists[2 * j]
+            first += lists[2 * j + 1]
 
     @jit_kernel(max_threads=MAX_THREADS)
     def swap(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_words,
@@ -289,6 +374,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         t = steps * top_k
         hot = cache_policy.shape[1]
         tiles = -(-t // (tile * reps))      # tiles per request
+        copiers = cuda.gridDim.y - tiles - 1 if committer else 0
         if b >= num_real_reqs[0]:
             for r in range(reps):
                 occ = (cuda.blockIdx.y * tile + tid) * reps + r
@@ -324,16 +410,14 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         degraded = gen < 0
         sigma = next_sigma_dev(gen)
 
-        is_committer = committer and y == tiles
+        is_committer = committer and y == tiles + copiers
         base = 0                                  # first misses in the earlier tiles
         num_copies = 0
-        if is_committer:
-            # it took the request's last ticket, so every other tile of the request has
-            # started: wait until all of them have arrived
-            if tid == 0:
-                while load_coherent_dev(counters, (b, 1)) < tiles:
-                    pass
-        else:
+        if y >= tiles and not is_committer:
+            copy_share_dev(host_words, dev_words, counters, flags, copy_src, copy_dst, b, t,
+                           tiles, y - tiles, copiers, words_per_item, tid, tile, scan)
+            return
+        if not is_committer:   # (the committer took the last ticket: every tile has started)
             # 1. classify: outputs of non-misses, stamps, scratch-table inserts, claims of
             # missed tokens
             for r in range(reps):
@@ -421,10 +505,13 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             if tid == 0 and num_first > 0:
                 cuda.atomic.add(scratch_state, (0, COUNT_WORK * n + rid), num_first)
 
-            # 4. publish_dev NUMBERED. A tile holding later occurrences of missed tokens then waits for
+            # 4. publish_dev NUMBERED (with the number of copies listed, for the copiers). A tile
+            # holding later occurrences of missed tokens then waits for
             # NUMBERED of the earlier tiles and gives them their first occurrence's location; it
             # arrives (the per-request arrival counter) only after that, the others at once.
-            publish_dev(flags, b, NUMBERED, y, 1, tid)
+            publish_dev(flags, b, NUMBERED, y, num_copies + 1, tid)
+            if copiers > 0:
+                num_copies = 0                    # the copier tiles copy the list
             dups = shared[4]
             if tid == 0 and dups == 0:
                 shared[3] = arrive_dev(counters, b, tiles)
@@ -449,10 +536,11 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                                device_buffer_locs, host_words, dev_words, out, seq_lens,
                                cache_index, cache_policy, scratch_locs, scratch_state, metadata,
                                miss_src, miss_dst, miss_count, counters, flags, claim_keys,
-                               claim_first, unique_token, unique_claim, words_per_item, b, rid, tid,
+                               claim_first, unique_token, unique_claim, words_per_item, rid,
                                victims, aux, scan, flag)
 
-        # 6. this tile's scratch copies (host -> scratch locations); a committer tile has none
+        # 6. this tile's scratch copies (host -> scratch locations), unless copier tiles take them;
+        # a committer tile has none
         start = b * t + base
         copy_items_flat_dev(host_words, copy_src, start, dev_words, copy_dst, start, num_copies,
                         words_per_item, tid, tile)

@@ -60,6 +60,23 @@ def committer_tile(batch: int, tiles: int) -> bool:
     return batch * (tiles + 1) <= device.sm_count()
 
 
+MAX_COPIERS = 128
+
+
+def copier_tiles(batch: int, tiles: int, committer: bool) -> int:
+    """Copier tiles per request: with a committer tile, the SMs the request's tiles leave idle
+    (at most ``MAX_COPIERS``) copy its scratch misses, so that the few tiles holding most of the
+    misses do not copy them alone (batch 1 at sglang's sizes: 8 tiles, 123 copiers). Only with
+    at least one idle SM per tile: at batch 8 the copies are bound by PCIe already, and on the
+    H200 seven copiers per request slowed the commit (their host reads delay its loads) more
+    than they sped up the copies. Copiers take the tickets between the tiles' and the
+    committer's, so they too wait only for tiles that started before them."""
+    spare = device.sm_count() // batch - tiles - 1
+    if not committer or spare < tiles:
+        return 0
+    return min(MAX_COPIERS, spare)
+
+
 def geometry(batch: int, num_occurrences: int) -> tuple[int, int, int, bool]:
     """(threads per tile, occurrences per thread, tiles per request, committer tile) of a
     launch; the grid is ``(batch, tiles + committer)``."""
@@ -108,6 +125,7 @@ def launch_unchecked(call: SpecCall) -> None:
         return
     t = call.steps * call.top_k
     tile, reps, tiles, committer = geometry(call.batch, t)
+    copiers = copier_tiles(call.batch, tiles, committer)
     swap = swap_kernel(reps, committer, call.record)
     miss_src, miss_dst, miss_count = (call.miss_src, call.miss_dst, call.miss_count) if call.record \
         else placeholder_plan()
@@ -121,7 +139,7 @@ def launch_unchecked(call: SpecCall) -> None:
         # documented in Workspace.
         clear_workspace(work)
     try:
-        device.launch(swap, (call.batch, tiles + committer), tile, call.top_k_tokens,
+        device.launch(swap, (call.batch, tiles + copiers + committer), tile, call.top_k_tokens,
                       call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
                       derived_argument("words", call.host_cache, device.byte_words),
                       derived_argument("words", call.device_buffer, device.byte_words),
