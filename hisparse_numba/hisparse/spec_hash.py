@@ -191,48 +191,68 @@ def hash_erase_dev(cache_index, rid, token, slot):
         cache_index[rid, 1, b1] = -2
 
 
-SNAPSHOT, OFFER, SETTLE = 0, 1, 2   # the passes of one bank's round (bank_pass_dev)
+RACE0, FREE1, RACE1, PENDING = 1, 2, 4, 8   # bits of an item's state in pend (hash_insert_dev)
 
 
 @cuda.jit(device=True, inline=True)
-def bank_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, bank, mask, stage, tid,
-                  nthreads):
-    """One pass of a bank's insert round over this thread's items, then a barrier. ``pend[i]``: 0
-    placed, 1 pending, 2 racing for its bucket in this bank. SNAPSHOT: a pending entry whose
-    bucket is free before anyone writes starts racing; OFFER: each racing entry offers itself
-    (``atomic.max``, the largest wins); SETTLE: a winner is placed, a loser pending again."""
+def bank_rounds_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, mask, stage, tid,
+                         nthreads):
+    """One of the four passes that run both banks' rounds, then a barrier. Bank 1 is not written
+    during bank 0's round, so its snapshot can be taken with bank 0's, and an entry that knows it
+    is left over from bank 0 (its bucket was taken, or it lost the race) offers itself to bank 1
+    at once. Stage 0: snapshot both buckets (RACE0: bank 0's is free; FREE1: bank 1's is);
+    stage 1: offer to bank 0 (``atomic.max``), or to bank 1 (RACE1) when bank 0's was taken;
+    stage 2: settle bank 0 (placed, or a loser offers to bank 1); stage 3: settle bank 1."""
     i = tid
     while i < n_items:
-        if pend[i] == (1 if stage == SNAPSHOT else 2):
-            b, e = bucket_entry_dev(rid, dbt, slots, tokens, i, bank, mask)
-            if stage == SNAPSHOT:
-                pend[i] = 2 if cache_index[rid, bank, b] < 0 else 1
-            elif stage == OFFER:
-                cuda.atomic.max(cache_index, (rid, bank, b), e)
-            else:
-                pend[i] = 0 if cache_index[rid, bank, b] == e else 1
+        state = pend[i]
+        if state & PENDING:
+            b0, e = bucket_entry_dev(rid, dbt, slots, tokens, i, 0, mask)
+            b1, _ = bucket_entry_dev(rid, dbt, slots, tokens, i, 1, mask)
+            if stage == 0:
+                c0 = cache_index[rid, 0, b0]     # both buckets read at once: one latency
+                c1 = cache_index[rid, 1, b1]
+                state |= (RACE0 if c0 < 0 else 0) | (FREE1 if c1 < 0 else 0)
+            elif stage == 1:
+                if state & RACE0:
+                    cuda.atomic.max(cache_index, (rid, 0, b0), e)
+                elif state & FREE1:
+                    cuda.atomic.max(cache_index, (rid, 1, b1), e)
+                    state |= RACE1
+            elif stage == 2:
+                if state & RACE0:
+                    if cache_index[rid, 0, b0] == e:
+                        state = 0
+                    elif state & FREE1:
+                        cuda.atomic.max(cache_index, (rid, 1, b1), e)
+                        state |= RACE1
+            elif state & RACE1:
+                if cache_index[rid, 1, b1] == e:
+                    state = 0
+            pend[i] = state
         i += nthreads
     cuda.syncthreads()
 
 
 @cuda.jit(device=True, inline=True)
-def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid, nthreads):
+def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid, nthreads,
+                    scan_holds_tokens):
     """Insert ``(slots[i] << 32) | dbt[rid, slots[i]]`` for every ``i < n_items`` with
     ``slots[i] >= 0`` (rounds of the module docstring). ``pend`` is a scratch shared array of
     ``n_items``, ``scan`` a shared int32 array of ``nthreads``; ``flag[0]`` is set to 1 by thread 0
-    when the hash degrades."""
+    when the hash degrades. The passes read the tokens of the first ``len(scan)`` items from
+    ``scan``: filled here from ``dbt``, or by the caller when ``scan_holds_tokens``."""
     mask = cache_index.shape[2] - 1
     i = tid
     while i < n_items:
-        pend[i] = 1 if slots[i] >= 0 else 0
-        if slots[i] >= 0 and i < scan.shape[0]:
-            scan[i] = dbt[rid, slots[i]]     # the passes below read the tokens of the first items here
+        pend[i] = PENDING if slots[i] >= 0 else 0
+        if slots[i] >= 0 and i < scan.shape[0] and not scan_holds_tokens:
+            scan[i] = dbt[rid, slots[i]]
         i += nthreads
     cuda.syncthreads()
-    for bank in range(2):
-        for stage in (SNAPSHOT, OFFER, SETTLE):
-            bank_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, bank, mask, stage, tid,
-                          nthreads)
+    for stage in range(4):
+        bank_rounds_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, mask, stage, tid,
+                             nthreads)
     # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
     # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
     i0, i1 = thread_range_dev(n_items, tid, nthreads)

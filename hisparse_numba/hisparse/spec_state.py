@@ -361,7 +361,7 @@ def _init_kernel(capacity: int):
             for bank in range(4):
                 scratch_state[0, bank * n + rid] = 0
         cuda.syncthreads()
-        hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, scan, tid, nthreads)
+        hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, scan, tid, nthreads, False)
         if tid == 0 and flag[0] != 0:
             scratch_state[0, COUNT_GEN * n + rid] = pack_generation_dev(0, True)
 

@@ -5,8 +5,8 @@ and find (the device side of ``reference.table_insert_reference``), the per-occu
 classification (the device side of ``reference.classify_reference``), the private claim set, and
 the flags tiles publish and wait for. The commit's, in the order it calls them: admission, the
 victims (union sampling, the approximate walk, the fallback; each beside its ``reference.py``
-twin's name), applying a victim, and the direct-overflow locations. Lessons 01, 03, 04 and 08 run
-the kernel they make up.
+twin's name), applying a victim (evict, take the slot, promote), and the direct-overflow
+locations. Lessons 01, 03, 04 and 08 run the kernel they make up.
 """
 
 from __future__ import annotations
@@ -191,20 +191,24 @@ def union_victim_dev(cache_policy, row, u, num_misses, cursor, hot, e_now, emask
     ``union_sample_positions``)."""
     partition_size = (hot - 1 - u) // num_misses + 1
     sample_count = min(partition_size, CLOCK_VICTIM_SAMPLES)
+    # Fixed trip counts, so that the loops unroll and both arrays live in registers: all the
+    # loads are in flight at once. (A dynamic count leaves refs in local memory, and storing each
+    # load's result there waits for it: the loads ran one after another, ~1 us each.) The samples
+    # past sample_count repeat the last one, a harmless extra read.
+    slots = cuda.local.array(CLOCK_VICTIM_SAMPLES, np.int64)
     refs = cuda.local.array(CLOCK_VICTIM_SAMPLES, np.int64)
-    for sample in range(CLOCK_VICTIM_SAMPLES):     # a fixed count: every load in flight at once
-        if sample < sample_count:
-            slot = (cursor + u + (sample * partition_size // sample_count) * num_misses) % hot
-            refs[sample] = load_coherent_dev(cache_policy, (row, slot))
+    for sample in range(CLOCK_VICTIM_SAMPLES):
+        position = min(sample, sample_count - 1) * partition_size // sample_count
+        slots[sample] = (cursor + u + position * num_misses) % hot
+    for sample in range(CLOCK_VICTIM_SAMPLES):
+        refs[sample] = load_coherent_dev(cache_policy, (row, slots[sample]))
     best = -1
     best_age = np.int64(-1)
-    for sample in range(sample_count):
-        slot = (cursor + u + (sample * partition_size // sample_count) * num_misses) % hot
-        r = refs[sample]
-        if r != e_now:
-            age = (e_now - r) & emask
+    for sample in range(CLOCK_VICTIM_SAMPLES):
+        if sample < sample_count and refs[sample] != e_now:
+            age = (e_now - refs[sample]) & emask
             if age > best_age:
-                best = slot
+                best = slots[sample]
                 best_age = age
     return best
 
@@ -254,36 +258,49 @@ def fallback_victims_dev(cache_policy, row, victims, aux, flag, lo, hi, cursor, 
 
 
 @cuda.jit(device=True, inline=True)
-def apply_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_locs,
-                     scratch_state, metadata, unique_token, victims, i, u, b, t, rid, row, index,
-                     compact, cap, sigma):
-    """Miss ``u`` takes its victim ``victims[i]``, evicting that slot's token from the hash: a
-    scratch miss by zero-copy promotion (it swaps locations with the slot), a direct-overflow miss
-    in place (its index entry names the slot's location, which the item is copied to). Without a
-    victim holding a location, ``victims[i] = -1`` and a direct miss's index entry is
-    UNRESOLVED."""
+def evict_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, victims, i, rid):
+    """Victim ordinal ``i`` evicts the token of its slot ``victims[i]`` from the hash; a slot
+    without a location cannot take a miss (``victims[i] = -1``). The first part of applying a
+    victim: a tile reads the hash and the slots only while it classifies, so the commit may run
+    it before the tiles have numbered their misses."""
     v = np.int64(victims[i])
-    tok = load_coherent_dev(unique_token, b * t + u)
-    applied = False
     if v >= 0:
+        old_loc = device_buffer_locs[rid, v]        # both read at once: one latency
+        old_tok = np.int64(device_buffer_tokens[rid, v])
+        if old_loc < 0:
+            victims[i] = -1
+        elif old_tok >= 0:
+            hash_erase_dev(cache_index, rid, old_tok, v)
+
+
+@cuda.jit(device=True, inline=True)
+def take_slot_dev(device_buffer_tokens, unique_token, victims, tokens, i, u, b, t, rid):
+    """Miss ``u``'s token enters its victim's slot ``victims[i]`` (if any), and ``tokens[i]``
+    (shared, for the hash insert) for the first ``len(tokens)`` victims."""
+    v = np.int64(victims[i])
+    if v >= 0:
+        tok = load_coherent_dev(unique_token, b * t + u)
+        device_buffer_tokens[rid, v] = tok
+        if i < tokens.shape[0]:
+            tokens[i] = tok
+
+
+@cuda.jit(device=True, inline=True)
+def promote_victim_dev(device_buffer_locs, scratch_locs, scratch_state, metadata, victims, i, u,
+                       rid, row, index, compact, cap, sigma):
+    """Miss ``u`` takes the location of its victim ``victims[i]``: a scratch miss by zero-copy
+    promotion (it swaps locations with the slot), a direct-overflow miss in place (its index entry
+    names the slot's location, which the item is then copied to). A direct miss without a victim
+    gets UNRESOLVED. Only once every tile has arrived: the tiles read the scratch locations."""
+    v = np.int64(victims[i])
+    if v >= 0 and u < cap:
         old_loc = device_buffer_locs[rid, v]
-        if old_loc >= 0:
-            old_tok = np.int64(device_buffer_tokens[rid, v])
-            if old_tok >= 0:
-                hash_erase_dev(cache_index, rid, old_tok, v)
-            device_buffer_tokens[rid, v] = tok
-            if u < cap:
-                device_buffer_locs[rid, v] = scratch_locs[rid, u]
-                scratch_locs[rid, u] = old_loc
-            else:
-                p = scratch_state[row, compact + u] & COMPACT_POS_MASK
-                metadata[row, index + p] = (sigma << 32) | old_loc
-            applied = True
-    if not applied:
-        victims[i] = -1
-        if u >= cap:
-            p = scratch_state[row, compact + u] & COMPACT_POS_MASK
-            metadata[row, index + p] = (sigma << 32) | UNRESOLVED
+        device_buffer_locs[rid, v] = scratch_locs[rid, u]
+        scratch_locs[rid, u] = old_loc
+    elif u >= cap:
+        p = scratch_state[row, compact + u] & COMPACT_POS_MASK
+        low = device_buffer_locs[rid, v] if v >= 0 else UNRESOLVED
+        metadata[row, index + p] = (sigma << 32) | low
 
 
 @cuda.jit(device=True, inline=True)

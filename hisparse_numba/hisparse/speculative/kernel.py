@@ -28,11 +28,12 @@ from ..spec_state import (CLAIM_BIT, COMMIT_CHUNK, COMPACT_POS_MASK, COUNT_GEN, 
                           approximate_candidate_dev, clock_bits_dev, next_epoch_dev, next_sigma_dev,
                           pack_clock_dev, pack_generation_dev)
 from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE,
-                         NUMBERED, PROPOSED, TAIL, admit_claimed_dev, apply_victim_dev,
-                         approximate_propose_dev, claim_token_dev, classify_dev,
-                         clear_round_flag_dev, direct_locations_dev, fallback_victims_dev,
-                         load_coherent_dev, needs_victim_dev, publish_dev, table_find_dev,
-                         table_insert_dev, union_victim_dev, wait_for_tiles_dev)
+                         NUMBERED, PROPOSED, TAIL, admit_claimed_dev, approximate_propose_dev,
+                         claim_token_dev, classify_dev, clear_round_flag_dev,
+                         direct_locations_dev, evict_victim_dev, fallback_victims_dev,
+                         load_coherent_dev, needs_victim_dev, promote_victim_dev, publish_dev,
+                         table_find_dev, table_insert_dev, take_slot_dev, union_victim_dev,
+                         wait_for_tiles_dev)
 
 
 @functools.cache
@@ -138,6 +139,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         cuda.syncthreads()
         fallback_victims_dev(cache_policy, row, victims, aux, flag, 0, num_misses, cursor, hot,
                              e_now, tid)
+        cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
     def admit_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
@@ -178,12 +180,12 @@ def swap_kernel(reps: int, committer: bool, record: bool):
 
     @cuda.jit(device=True, inline=True)
     def index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
-                         unique_claim, b, row, t, sigma, num_misses, tid, tile):
+                         unique_claim, b, row, t, sigma, lo, hi, tid, threads):
         """Index the scratch table by unique_idx (index and compact entries) and empty the
-        request's claim set."""
+        request's claim set, for the misses ``lo .. hi - 1``."""
         index, compact = t, 4 * t
-        u = tid
-        while u < num_misses:
+        u = lo + tid
+        while u < hi:
             token = load_coherent_dev(unique_token, b * t + u)
             c = load_coherent_dev(unique_claim, b * t + u)
             p = table_find_dev(metadata, row, t, sigma, token)
@@ -191,7 +193,27 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             scratch_state[row, compact + u] = p
             claim_keys[b, c] = EMPTY_KEY
             claim_first[b, c] = NO_OCCURRENCE
-            u += tile
+            u += threads
+
+    @cuda.jit(device=True, inline=True)
+    def evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
+                          scratch_locs, victims, rid, row, cap, union_mode, compact, u0, u1, base):
+        """evict_victim_dev for this thread's misses that need a victim."""
+        i = base
+        for u in range(u0, u1):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+                evict_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, victims, i,
+                                 rid)
+                i += 1
+
+    @cuda.jit(device=True, inline=True)
+    def wait_for_arrivals_dev(counters, b, arrivals, tid):
+        """With a committer tile: spin until ``arrivals`` tiles (and copier tiles) have arrived."""
+        if committer and tid == 0:
+            while load_coherent_dev(counters, (b, 1)) < arrivals:
+                pass
+        cuda.threadfence()
+        cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
     def finish_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
@@ -201,11 +223,12 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                            words_per_item, rid, victims, aux, scan, flag):
         """The commit of request ``b`` by one whole tile: the committer tile, which waits for the
         tiles stage by stage, or the last tile to arrive, for which every stage is done. Once every
-        tile has counted: the mode, and in union mode the victims. Once every tile has numbered:
-        the index of the scratch table, then in approximate mode admission and victims. Once every
-        tile (and copier tile) has arrived: the workspace reset, promotion, direct overflow, hash,
-        counters. (At most 29 arguments: Python passes a longer call as ``*args``, which Numba
-        cannot inline.)"""
+        tile has counted: the mode, and in union mode the victims, which evict their slots' tokens
+        from the hash. Once every tile has numbered: the index of the scratch table (by the copier
+        tiles when there are some), in approximate mode admission, victims and evictions, then
+        the misses' tokens into their slots and the hash. Once every tile (and copier tile) has
+        arrived: the workspace reset, promotion, direct overflow, counters. (At most 29
+        arguments: Python passes a longer call as ``*args``, which Numba cannot inline.)"""
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         tile = cuda.blockDim.x
@@ -230,6 +253,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         if tid == 0:
             flag[0] = 0
         u0 = u1 = base = num_victims = np.int64(0)
+        copiers = cuda.gridDim.y - tiles - 1 if committer else 0
         # every tile has counted: the number of unique misses, and the union hits (added before)
         share = wait_for_tiles_dev(flags, b, COUNTED, tiles, tid, tile)
         _, num_misses = block_exclusive_scan_dev(scan, share, tid, tile)
@@ -243,13 +267,17 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses, cap,
                               compact, cursor, hot, e_now, emask, victims, aux, flag, u0, u1, base,
                               tid)
-        # every tile has numbered its misses
+            evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
+                              scratch_locs, victims, rid, row, cap, True, compact, u0, u1, base)
+        # every tile has numbered its misses; the copier tiles, if any, index them
         wait_for_tiles_dev(flags, b, NUMBERED, tiles, tid, tile)
-        index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
-                         unique_claim, b, row, t, sigma, num_misses, tid, tile)
-        cuda.threadfence()
-        cuda.syncthreads()
+        if copiers == 0:
+            index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
+                             unique_claim, b, row, t, sigma, 0, num_misses, tid, tile)
+            cuda.threadfence()
+            cuda.syncthreads()
         if not union_mode:
+            wait_for_arrivals_dev(counters, b, tiles + copiers, tid)    # the index is complete
             admit_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
                       seq_lens, cache_index, cache_policy, scratch_state, metadata, b, rid, row, t,
                       sigma, e_now, num_misses, union_hits, cap, tail, degraded, scan, tid, tile)
@@ -259,14 +287,22 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
                                     num_misses, cap, compact, cursor, hot, e_now, victims, aux,
                                     flag, u0, u1, base, t, tid)
-        # every tile has arrived (a tile holding later occurrences of a missed token reads their
-        # scratch locations, which promotion swaps), and every copier tile has read the flags
-        if committer and tid == 0:
-            copiers = cuda.gridDim.y - tiles - 1
-            while load_coherent_dev(counters, (b, 1)) < tiles + copiers:
-                pass
-        cuda.threadfence()
+            evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
+                              scratch_locs, victims, rid, row, cap, False, compact, u0, u1, base)
+        # the misses' tokens enter their slots and the hash (the tiles no longer read either)
         cuda.syncthreads()
+        i = base
+        for u in range(u0, u1):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+                take_slot_dev(device_buffer_tokens, unique_token, victims, scan, i, u, b, t, rid)
+                i += 1
+        cuda.syncthreads()
+        hash_insert_dev(cache_index, rid, device_buffer_tokens, victims, num_victims, aux, flag,
+                        scan, tid, tile, True)
+        # every tile has arrived (a tile holding later occurrences of a missed token reads their
+        # scratch locations, which promotion swaps), and every copier tile has read the flags and
+        # indexed its share of the misses
+        wait_for_arrivals_dev(counters, b, tiles + copiers, tid)
         j = tid
         while j < 3 * tiles:
             flags[b, j // tiles, j % tiles] = 0
@@ -274,13 +310,12 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         if tid == 0:
             counters[b, 0] = 0
             counters[b, 1] = 0
-        # apply: zero-copy promotion or in-place direct overflow; erase the evicted tokens
+        # promotion (zero-copy) or direct overflow in place
         i = base
         for u in range(u0, u1):
             if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                apply_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_locs,
-                                 scratch_state, metadata, unique_token, victims, i, u, b, t, rid,
-                                 row, index, compact, cap, sigma)
+                promote_victim_dev(device_buffer_locs, scratch_locs, scratch_state, metadata,
+                                   victims, i, u, rid, row, index, compact, cap, sigma)
                 i += 1
         cuda.syncthreads()
         warps = tile // LANES
@@ -301,8 +336,6 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                     miss_src[b, u] = -1
                     miss_dst[b, u] = -1
                 u += warps
-        hash_insert_dev(cache_index, rid, device_buffer_tokens, victims, num_victims, aux, flag,
-                        scan, tid, tile)
         if overflow:
             direct_locations_dev(out, scratch_state, metadata, b, row, index, compact, t, top_k, tid,
                                  tile)
@@ -326,25 +359,44 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         return 1 if last and not committer else 0
 
     @cuda.jit(device=True, inline=True)
-    def copy_share_dev(host_words, dev_words, counters, flags, copy_src, copy_dst, b, t, tiles,
-                       copier, copiers, words_per_item, tid, tile, lists):
-        """Copier tile ``copier`` of ``copiers``: once every tile of request ``b`` has published
-        NUMBERED, copy its even share of the request's listed scratch misses (tile ``j``'s list
-        starts at ``b * T`` + its first unique_idx), after arriving, so that the finisher resets
-        the flags only once every copier has read them. ``lists`` (shared, >= 2 * tiles) takes
-        each tile's number of copies and of first misses."""
+    def copy_share_dev(host_words, dev_words, metadata, scratch_state, counters, flags, claim_keys,
+                       claim_first, unique_token, unique_claim, copy_src, copy_dst, b, row, t,
+                       sigma, tiles, copier, copiers, words_per_item, tid, tile, lists):
+        """Copier tile ``copier`` of ``copiers``, once every tile of request ``b`` has published
+        NUMBERED: its first warp indexes an even share of the request's misses (index_misses_dev)
+        and then arrives, so that the committer resets the flags and reads the index only after
+        that; the other warps copy an even share of the listed scratch misses (tile ``j``'s list
+        starts at ``b * T`` + its first unique_idx). With a one-warp tile, that warp does both.
+        ``lists`` (shared, > 2 * tiles) takes each tile's number of copies and of first misses,
+        then counts the indexing threads that are done."""
         wait_for_tiles_dev(flags, b, NUMBERED, tiles, tid, tile)
         j = tid
         while j < tiles:
             lists[2 * j] = load_coherent_dev(flags, (b, NUMBERED, j)) - 1
             lists[2 * j + 1] = load_coherent_dev(flags, (b, COUNTED, j)) - 1
             j += tile
-        cuda.syncthreads()
         if tid == 0:
-            cuda.atomic.add(counters, (b, 1), 1)
+            lists[2 * tiles] = 0
+        cuda.syncthreads()
         total = 0
+        num_misses = 0
         for j in range(tiles):
             total += lists[2 * j]
+            num_misses += lists[2 * j + 1]
+        indexers = min(LANES, tile)
+        if tid < indexers:
+            index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
+                             unique_claim, b, row, t, sigma, copier * num_misses // copiers,
+                             (copier + 1) * num_misses // copiers, tid, indexers)
+            cuda.threadfence()
+            # the last indexing thread to finish arrives for the tile (each fenced its writes)
+            if cuda.atomic.add(lists, 2 * tiles, 1) == indexers - 1:
+                cuda.atomic.add(counters, (b, 1), 1)
+        copy_tid, copy_threads = tid, tile
+        if tile > indexers:
+            copy_tid, copy_threads = tid - indexers, tile - indexers
+        if copy_tid < 0:
+            return
         lo = copier * total // copiers
         hi = (copier + 1) * total // copiers
         seen = 0                 # copies listed by the tiles before j
@@ -355,7 +407,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             if a < e:
                 start = first + a - seen
                 copy_items_flat_dev(host_words, copy_src, start, dev_words, copy_dst, start, e - a,
-                                    words_per_item, tid, tile)
+                                    words_per_item, copy_tid, copy_threads)
             seen += lists[2 * j]
             first += lists[2 * j + 1]
 
@@ -390,6 +442,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         flag = cuda.shared.array(2, np.int32)     # hash degraded, a proposal this round
         claim = cuda.local.array(reps, np.int32)   # claim position of a missed occurrence, or -1
         token = cuda.local.array(reps, np.int32)
+        host_src = cuda.local.array(reps, np.int64)   # host location of a missed occurrence
         is_first = cuda.local.array(reps, np.int32)
         if tid == 0:
             # tiles take their index from a ticket, so a tile only ever waits for tiles that started
@@ -414,8 +467,10 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         base = 0                                  # first misses in the earlier tiles
         num_copies = 0
         if y >= tiles and not is_committer:
-            copy_share_dev(host_words, dev_words, counters, flags, copy_src, copy_dst, b, t,
-                           tiles, y - tiles, copiers, words_per_item, tid, tile, scan)
+            copy_share_dev(host_words, dev_words, metadata, scratch_state, counters, flags,
+                           claim_keys, claim_first, unique_token, unique_claim, copy_src, copy_dst,
+                           b, row, t, sigma, tiles, y - tiles, copiers, words_per_item, tid, tile,
+                           scan)
             return
         if not is_committer:   # (the committer took the last ticket: every tile has started)
             # 1. classify: outputs of non-misses, stamps, scratch-table inserts, claims of
@@ -441,6 +496,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                         cuda.atomic.min(claim_first, (b, p), np.int32(occ))
                         claim[r] = p
                         token[r] = tok
+                        host_src[r] = val
                     if kind != MISS:
                         out[b, occ // top_k, occ % top_k] = location
             cuda.syncthreads()
@@ -490,7 +546,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             for r in range(reps):
                 if is_first[r] == 1:
                     if u < cap and scratch_locs[rid, u] >= 0:
-                        src = host_cache_locs[rid, token[r]]
+                        src = host_src[r]
                         dst = scratch_locs[rid, u]
                         copy_src[entry] = src
                         copy_dst[entry] = dst
