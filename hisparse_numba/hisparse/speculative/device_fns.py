@@ -194,12 +194,22 @@ def union_victim_dev(cache_policy, row, u, num_misses, cursor, hot, e_now, emask
     # Fixed trip counts, so that the loops unroll and both arrays live in registers: all the
     # loads are in flight at once. (A dynamic count leaves refs in local memory, and storing each
     # load's result there waits for it: the loads ran one after another, ~1 us each.) The samples
-    # past sample_count repeat the last one, a harmless extra read.
+    # past sample_count repeat the last one, a harmless extra read. No division by a runtime
+    # value: the reference's ``s * partition_size // sample_count`` is ``s`` when sample_count is
+    # partition_size, else a division by the constant; and ``u + position * num_misses < hot``,
+    # so the ring wraps with one subtraction when the cursor is below H.
     slots = cuda.local.array(CLOCK_VICTIM_SAMPLES, np.int64)
     refs = cuda.local.array(CLOCK_VICTIM_SAMPLES, np.int64)
     for sample in range(CLOCK_VICTIM_SAMPLES):
-        position = min(sample, sample_count - 1) * partition_size // sample_count
-        slots[sample] = (cursor + u + position * num_misses) % hot
+        s = min(sample, sample_count - 1)
+        position = s if partition_size <= CLOCK_VICTIM_SAMPLES else \
+            s * partition_size // CLOCK_VICTIM_SAMPLES
+        slot = cursor + u + position * num_misses
+        if slot >= hot:
+            slot -= hot
+            if slot >= hot:
+                slot %= hot
+        slots[sample] = slot
     for sample in range(CLOCK_VICTIM_SAMPLES):
         refs[sample] = load_coherent_dev(cache_policy, (row, slots[sample]))
     best = -1

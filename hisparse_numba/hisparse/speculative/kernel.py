@@ -61,7 +61,17 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         """Union mode: sampled CLOCK, COMMIT_CHUNK misses at a time as in sglang's commit block:
         miss u samples its own partition of the ring (disjoint between misses); then thread 0
         runs the chunk's fallbacks (aux[u] = victim ordinal, -1 when u has its victim), whose
-        stamps the next chunk's samples see."""
+        stamps the next chunk's samples see. Every miss samples once before the first chunk, so
+        that all the loads are in flight together: a chunk's own stamps fall in its own
+        partitions, so only a fallback (which may stamp any slot) makes the later chunks sample
+        again."""
+        i = base
+        for u in range(u0, u1):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact):
+                victims[i] = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot, e_now,
+                                              emask)
+                i += 1
+        resample = False         # a fallback has stamped: the samples taken above may be stale
         lo = np.int64(0)
         while lo < num_misses:
             hi = min(lo + COMMIT_CHUNK, num_misses)
@@ -70,8 +80,10 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             for u in range(u0, u1):
                 if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact):
                     if u >= lo and u < hi:
-                        best = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot,
-                                                e_now, emask)
+                        best = np.int64(victims[i])
+                        if resample:
+                            best = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot,
+                                                    e_now, emask)
                         victims[i] = best
                         aux[u] = -1
                         if best >= 0:
@@ -83,6 +95,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                 elif u >= lo and u < hi:
                     aux[u] = -1
             cuda.syncthreads()
+            resample = resample or flag[1] != 0
             fallback_victims_dev(cache_policy, row, victims, aux, flag, lo, hi, cursor, hot, e_now,
                                  tid)
             cuda.syncthreads()
