@@ -92,20 +92,24 @@ a request's commit and every tile's host copies overlap:
   and gives them their first occurrence's location.
 * 5. A tile arrives (threadfence, then a per-request arrival counter) with its NUMBERED, or after
   step 4 if it has one. The *finisher* commits the request in three stages, each once the tiles
-  have reached a point: when every tile has COUNTED, the mode and, in union mode, the victims
-  (they need only the number of misses and the hits' stamps); when every tile has NUMBERED, the
-  index of the scratch table and, in approximate mode, admission and victims; when every tile has
-  arrived, the workspace reset, promotion, direct overflow, hash and counters. When every block
-  fits on the SMs at once (``committer_tile``: batch 1 and 8 at sglang's sizes), each request
-  has one more tile, the committer, which takes the last ticket, resolves nothing and runs the
-  stages on an SM of its own as soon as the tiles reach them, so the first two overlap the tiles'
-  numbering. Otherwise the last tile to arrive finishes the request (every stage is reached by
-  then), and copies its own list after that.
+  have reached a point: when every tile has COUNTED, the mode and, in union mode, the victims and
+  their evictions from the hash (they need only the number of misses and the hits' stamps, and
+  the tiles read the hash only while they classify); when every tile has NUMBERED, the index of
+  the scratch table, in approximate mode admission, victims and evictions, then the misses'
+  tokens into their slots and the hash inserts; when every tile has arrived, the workspace reset,
+  promotion (the tiles read the scratch locations until they arrive), direct overflow and
+  counters. When every block fits on the SMs at once (``committer_tile``: batch 1 and 8 at
+  sglang's sizes), each request has one more tile, the committer, which takes the last ticket,
+  resolves nothing and runs the stages on an SM of its own as soon as the tiles reach them, so
+  the first overlaps the tiles' numbering. Otherwise the last tile to arrive finishes the request
+  (every stage is reached by then), and copies its own list after that.
 * 6. Every tile copies its listed scratch misses from the host pool, unless the request has copier
   tiles (``copier_tiles``: at least one idle SM per tile beside a committer, batch 1 at sglang's
-  sizes): they take the tickets between the tiles and the committer, wait until every tile has
-  NUMBERED (its flag carries the number of copies it listed), arrive, and copy an even share of
-  the request's lists, so that the four tiles holding a step's misses do not copy them alone.
+  sizes): they take the tickets between the tiles and the committer and wait until every tile has
+  NUMBERED (its flag carries the number of copies it listed). Then the first warp of each indexes
+  an even share of the scratch table (the committer's index pass, which it then skips) and
+  arrives, while the other warps copy an even share of the request's lists, so that the four
+  tiles holding a step's misses do not copy them alone.
 
 The private buffers (tickets, flags, claims, copy lists) are ``Workspace``.
 """

@@ -65,11 +65,11 @@ MAX_COPIERS = 128
 
 def copier_tiles(batch: int, tiles: int, committer: bool) -> int:
     """Copier tiles per request: with a committer tile, the SMs the request's tiles leave idle
-    (at most ``MAX_COPIERS``) copy its scratch misses, so that the few tiles holding most of the
-    misses do not copy them alone (batch 1 at sglang's sizes: 8 tiles, 123 copiers). Only with
-    at least one idle SM per tile: at batch 8 the copies are bound by PCIe already, and on the
-    H200 seven copiers per request slowed the commit (their host reads delay its loads) more
-    than they sped up the copies. Copiers take the tickets between the tiles' and the
+    (at most ``MAX_COPIERS``) copy its scratch misses and index its scratch table, so that the
+    few tiles holding most of the misses do not copy them alone (batch 1 at sglang's sizes: 8
+    tiles, 123 copiers). Only with at least one idle SM per tile: at batch 8 the copies are bound
+    by PCIe already, and on the H200 seven copiers per request slowed the commit (their host
+    reads delay its loads) more than they sped up the copies. Copiers take the tickets between the tiles' and the
     committer's, so they too wait only for tiles that started before them."""
     spare = device.sm_count() // batch - tiles - 1
     if not committer or spare < tiles:
