@@ -4,12 +4,12 @@
 Grid ``(batch, tiles [+ copiers + 1 committer])`` x ``tile`` threads (``tile <= MAX_THREADS``);
 the sizes of a call are runtime values read from its arrays: ``steps, top_k =
 top_k_tokens.shape[1:]``, ``T = steps * top_k``, ``H = cache_policy.shape[1]`` and ``tile =
-blockDim.x``, so one compiled kernel serves every size (its shared arrays have the documented maxima, ``MAX_OCCURRENCES`` and
-``MAX_THREADS`` entries). The stages (classify, count, number, duplicates, finish,
-copy) and the roles of the tiles (tiles, copier tiles, the committer) are in the package docstring
-(``__init__.py``). The commit follows ``reference.py`` step by
-step with the same names; docs/speculative-swap-in.md states the behaviour. Lessons 01, 03, 04 and
-08 launch it through ``launch.py``.
+blockDim.x``, so one compiled kernel serves every size (its shared arrays have the documented
+maxima, ``MAX_OCCURRENCES`` and ``MAX_THREADS`` entries). The stages (classify, count, number,
+duplicates, finish, copy) and the roles of the tiles (tiles, copier tiles, the committer) are in
+the package docstring (``__init__.py``). The commit follows ``reference.py`` step by step with the
+same names; docs/speculative-swap-in.md states the behaviour. Lessons 01, 03, 04 and 08 launch it
+through ``launch.py``.
 """
 
 from __future__ import annotations
