@@ -1,15 +1,15 @@
 """The speculative swap kernel: one launch resolves every occurrence and commits every request.
 
-``swap_kernel(reps, committer, record)`` builds the kernel for one compile-time configuration.
-Grid ``(batch, tiles [+ copiers + 1 committer])`` x ``tile`` threads (``tile <= MAX_THREADS``);
-the sizes of a call are runtime values read from its arrays: ``steps, top_k =
-top_k_tokens.shape[1:]``, ``T = steps * top_k``, ``H = cache_policy.shape[1]`` and ``tile =
-blockDim.x``, so one compiled kernel serves every size (its shared arrays have the documented
-maxima, ``MAX_OCCURRENCES`` and ``MAX_THREADS`` entries). The stages (classify, count, number,
-duplicates, finish, copy) and the roles of the tiles (tiles, copier tiles, the committer) are in
-the package docstring (``__init__.py``). The commit follows ``reference.py`` step by step with the
-same names; docs/speculative-swap-in.md states the behaviour. Lessons 01, 03, 04 and 08 launch it
-through ``launch.py``.
+``swap_kernel(reps, committer, record)`` builds the kernel for one compile-time configuration. Grid
+``(batch, tiles [+ copiers + 1 committer])`` x ``tile`` threads (``tile <= MAX_THREADS``); the
+sizes of a call are runtime values read from its arrays: ``steps, top_k = top_k_tokens.shape[1:]``,
+``T = steps * top_k``, ``H = cache_policy.shape[1]`` and ``tile = blockDim.x``, so one compiled
+kernel serves every size (its shared arrays have the documented maxima, ``MAX_OCCURRENCES`` and
+``MAX_THREADS`` entries). The stages (classify, count, number, duplicates, finish, copy) and the
+roles of the tiles (tiles, copier tiles, the committer) are in the package docstring
+(``__init__.py``). The commit follows ``reference.py`` step by step with the same names, its stages
+in ``commit.py``; docs/speculative-swap-in.md states the behaviour. Lessons 01, 03, 04 and 08
+launch it through ``launch.py``.
 """
 
 from __future__ import annotations
@@ -22,18 +22,16 @@ from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda, jit_kernel
 from ...value_flags import gate_closed_dev
 from ...itemcopy import copy_item_dev, copy_items_flat_dev
-from ..spec_hash import MASK32, hash_insert_dev, thread_range_dev
-from ..spec_state import (CLAIM_BIT, COMMIT_CHUNK, COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST,
-                          COUNT_UNION, COUNT_WORK, MAX_OCCURRENCES, UNRESOLVED,
-                          approximate_candidate_dev, clock_bits_dev, next_epoch_dev, next_sigma_dev,
-                          pack_clock_dev, pack_generation_dev)
-from .device_fns import (CLAIMED, COUNTED, EMPTY_KEY, HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE,
-                         NUMBERED, PROPOSED, TAIL, admit_claimed_dev, approximate_propose_dev,
-                         claim_token_dev, classify_dev, clear_round_flag_dev,
-                         direct_locations_dev, evict_victim_dev, fallback_victims_dev,
-                         load_coherent_dev, needs_victim_dev, promote_victim_dev, publish_dev,
-                         table_find_dev, table_insert_dev, take_slot_dev, union_victim_dev,
-                         wait_for_tiles_dev)
+from ..spec_hash import MASK32, hash_insert_dev
+from ..spec_state import (COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK,
+                          MAX_OCCURRENCES, UNRESOLVED, clock_bits_dev, next_epoch_dev,
+                          next_sigma_dev, pack_clock_dev, pack_generation_dev)
+from .commit import (admit_dev, approximate_victims_dev, count_victims_dev, evict_victims_dev,
+                     index_misses_dev, union_victims_dev)
+from .device_fns import (CLAIMED, COUNTED, HOT, LANES, MAX_THREADS, MISS, NUMBERED, TAIL,
+                         claim_token_dev, classify_dev, direct_locations_dev, load_coherent_dev,
+                         needs_victim_dev, promote_victim_dev, publish_dev, table_insert_dev,
+                         take_slot_dev, wait_for_tiles_dev)
 
 
 @functools.cache
@@ -41,183 +39,6 @@ def swap_kernel(reps: int, committer: bool, record: bool):
     """The swap kernel for one compile-time configuration: each thread resolves ``reps``
     consecutive occurrences; one committer tile per request when ``committer``; the miss plan is
     written when ``record``."""
-
-    @cuda.jit(device=True, inline=True)
-    def count_victims_dev(scratch_state, scratch_locs, rid, row, num_misses, cap, union_mode,
-                          compact, scan, tid, tile):
-        """(first, last + 1) of this thread's misses, and (its first victim ordinal, number of
-        victims) over the misses that need a victim."""
-        u0, u1 = thread_range_dev(num_misses, tid, tile)
-        count = 0
-        for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                count += 1
-        base, num_victims = block_exclusive_scan_dev(scan, count, tid, tile)
-        return u0, u1, base, num_victims
-
-    @cuda.jit(device=True, inline=True)
-    def union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses, cap,
-                          compact, cursor, hot, e_now, emask, victims, aux, flag, u0, u1, base, tid):
-        """Union mode: sampled CLOCK, COMMIT_CHUNK misses at a time as in sglang's commit block:
-        miss u samples its own partition of the ring (disjoint between misses); then thread 0
-        runs the chunk's fallbacks (aux[u] = victim ordinal, -1 when u has its victim), whose
-        stamps the next chunk's samples see. Every miss samples once before the first chunk, so
-        that all the loads are in flight together: a chunk's own stamps fall in its own
-        partitions, so only a fallback (which may stamp any slot) makes the later chunks sample
-        again."""
-        i = base
-        for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact):
-                victims[i] = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot, e_now,
-                                              emask)
-                i += 1
-        resample = False         # a fallback has stamped: the samples taken above may be stale
-        lo = np.int64(0)
-        while lo < num_misses:
-            hi = min(lo + COMMIT_CHUNK, num_misses)
-            clear_round_flag_dev(flag, tid)
-            i = base
-            for u in range(u0, u1):
-                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact):
-                    if u >= lo and u < hi:
-                        best = np.int64(victims[i])
-                        if resample:
-                            best = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot,
-                                                    e_now, emask)
-                        victims[i] = best
-                        aux[u] = -1
-                        if best >= 0:
-                            cache_policy[row, best] = e_now
-                        else:
-                            aux[u] = i
-                            flag[1] = 1
-                    i += 1
-                elif u >= lo and u < hi:
-                    aux[u] = -1
-            cuda.syncthreads()
-            resample = resample or flag[1] != 0
-            fallback_victims_dev(cache_policy, row, victims, aux, flag, lo, hi, cursor, hot, e_now,
-                                 tid)
-            cuda.syncthreads()
-            lo = hi
-
-    @cuda.jit(device=True, inline=True)
-    def approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses,
-                                cap, compact, cursor, hot, e_now, victims, aux, flag, u0, u1, base,
-                                t, tid):
-        """Approximate mode: walks in rounds. aux[i] is where miss i's walk stands (-1: ended). A
-        proposal writes PROPOSED + unique_idx into the slot's epoch with atomic.min, so the
-        smallest unique_idx wins; the winner then stamps E. Then the fallback: thread 0 probes
-        for the misses whose walk ended, in unique_idx order (aux[u] = victim ordinal, -1 when u
-        needs none)."""
-        i = base
-        for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
-                victims[i] = -1
-                linear = u - cap if u >= cap else u     # reference: approximate_walk
-                aux[i] = linear if linear < hot else -1
-                i += 1
-        for _ in range(t + 1):       # every round settles a miss or ends with no proposal
-            cuda.syncthreads()
-            clear_round_flag_dev(flag, tid)
-            i = base
-            for u in range(u0, u1):
-                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
-                    if victims[i] < 0 and aux[i] >= 0:
-                        approximate_propose_dev(cache_policy, row, aux, i, u, num_misses, cap,
-                                                hot, e_now, flag)
-                    i += 1
-            cuda.syncthreads()
-            if flag[1] == 0:
-                break
-            i = base
-            for u in range(u0, u1):
-                if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
-                    if victims[i] < 0 and aux[i] >= 0:
-                        slot = approximate_candidate_dev(np.int64(aux[i]), e_now, hot)
-                        if load_coherent_dev(cache_policy, (row, slot)) == PROPOSED + u:
-                            victims[i] = slot
-                            cache_policy[row, slot] = e_now
-                    i += 1
-        cuda.syncthreads()
-        clear_round_flag_dev(flag, tid)
-        i = base
-        for u in range(u0, u1):
-            aux[u] = -1
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
-                if victims[i] < 0:
-                    aux[u] = i
-                    flag[1] = 1
-                i += 1
-        cuda.syncthreads()
-        fallback_victims_dev(cache_policy, row, victims, aux, flag, 0, num_misses, cursor, hot,
-                             e_now, tid)
-        cuda.syncthreads()
-
-    @cuda.jit(device=True, inline=True)
-    def admit_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-                  seq_lens, cache_index, cache_policy, scratch_state, metadata, b, rid, row, t,
-                  sigma, e_now, num_misses, union_hits, cap, tail, degraded, scan, tid, tile):
-        """Approximate mode: clear the reference epochs (without overflow), re-stamp the last
-        step's hot hits, claim its scratch misses and admit the first ``budget`` of them."""
-        steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
-        hot = cache_policy.shape[1]
-        index, compact = t, 4 * t
-        overflow = num_misses > cap
-        if not overflow:
-            i = tid
-            while i < hot:
-                cache_policy[row, i] = 0
-                i += tile
-            cuda.syncthreads()
-        k = tid
-        while k < top_k:
-            kind, val, tok = classify_dev(top_k_tokens, seq_lens, device_buffer_tokens,
-                                          device_buffer_locs, host_cache_locs, cache_index, b, rid,
-                                          (steps - 1) * top_k + k, top_k, steps, hot, tail,
-                                          degraded)
-            if kind == HOT:
-                cache_policy[row, val] = e_now
-            elif kind == MISS:
-                p = table_find_dev(metadata, row, t, sigma, tok)
-                u = metadata[row, index + p] & MASK32
-                if u < cap:
-                    cuda.atomic.or_(scratch_state, (row, compact + u), np.int32(CLAIM_BIT))
-            k += tile
-        cuda.syncthreads()
-        budget = np.int64(hot)
-        if overflow:
-            budget = max(np.int64(0), hot - union_hits - (num_misses - cap))
-        admit_claimed_dev(scratch_state, row, compact, min(num_misses, cap), budget, scan, tid,
-                          tile)
-
-    @cuda.jit(device=True, inline=True)
-    def index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
-                         unique_claim, b, row, t, sigma, lo, hi, tid, threads):
-        """Index the scratch table by unique_idx (index and compact entries) and empty the
-        request's claim set, for the misses ``lo .. hi - 1``."""
-        index, compact = t, 4 * t
-        u = lo + tid
-        while u < hi:
-            token = load_coherent_dev(unique_token, b * t + u)
-            c = load_coherent_dev(unique_claim, b * t + u)
-            p = table_find_dev(metadata, row, t, sigma, token)
-            metadata[row, index + p] = (sigma << 32) | u
-            scratch_state[row, compact + u] = p
-            claim_keys[b, c] = EMPTY_KEY
-            claim_first[b, c] = NO_OCCURRENCE
-            u += threads
-
-    @cuda.jit(device=True, inline=True)
-    def evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
-                          scratch_locs, victims, rid, row, cap, union_mode, compact, u0, u1, base):
-        """evict_victim_dev for this thread's misses that need a victim."""
-        i = base
-        for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                evict_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, victims, i,
-                                 rid)
-                i += 1
 
     @cuda.jit(device=True, inline=True)
     def wait_for_arrivals_dev(counters, b, arrivals, tid):

@@ -69,8 +69,8 @@ def copier_tiles(batch: int, tiles: int, committer: bool) -> int:
     few tiles holding most of the misses do not copy them alone (batch 1 at sglang's sizes: 8
     tiles, 123 copiers). Only with at least one idle SM per tile: at batch 8 the copies are bound
     by PCIe already, and on the H200 seven copiers per request slowed the commit (their host
-    reads delay its loads) more than they sped up the copies. Copiers take the tickets between the tiles' and the
-    committer's, so they too wait only for tiles that started before them."""
+    reads delay its loads) more than they sped up the copies. Copiers take the tickets between
+    the tiles' and the committer's, so they too wait only for tiles that started before them."""
     spare = device.sm_count() // batch - tiles - 1
     if not committer or spare < tiles:
         return 0
@@ -79,7 +79,7 @@ def copier_tiles(batch: int, tiles: int, committer: bool) -> int:
 
 def geometry(batch: int, num_occurrences: int) -> tuple[int, int, int, bool]:
     """(threads per tile, occurrences per thread, tiles per request, committer tile) of a
-    launch; the grid is ``(batch, tiles + committer)``."""
+    launch; the grid is ``(batch, tiles + copier_tiles(...) + committer)``."""
     tile = tile_threads(num_occurrences)
     reps = tile_reps(batch, num_occurrences, tile)
     tiles = -(-int(num_occurrences) // (tile * reps))
