@@ -8,7 +8,8 @@ reproduces: docs/speculative-swap-in.md. Lessons 01, 03, 04 and 08 use this laun
 
 Files, in reading order: ``checks.py`` (arguments, ``check_speculative -> SpecCall``),
 ``value_checks.py`` (the values, in one device pass),
-``reference.py`` (the NumPy oracle), ``device_fns.py`` and ``kernel.py`` (the kernel),
+``reference.py`` (the NumPy oracle), ``device_fns.py``, ``commit.py`` and ``kernel.py`` (the
+kernel: single-occurrence and single-miss steps, the commit's stages, the tiles' roles),
 ``launch.py`` (geometry, workspace, ``launch_unchecked``, the launcher).
 
 Per occurrence ``occ = step * top_k + k`` of a real row (``b < num_real_reqs[0]``), in order:
