@@ -10,6 +10,7 @@ import pytest
 
 from hisparse_numba import device
 from hisparse_numba.hisparse.speculative import launch
+from hisparse_numba.hisparse.speculative.device_fns import HOLD_WORDS, LANES
 from hisparse_numba.hisparse.spec_examples import (make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection,
                                                    snapshot, wrong_items)
@@ -88,15 +89,20 @@ def test_random_call_sequences_match_reference(seed, monkeypatch):
             assert owned_locations(got, rid) == owned_locations(before, rid)
 
 
-@pytest.mark.parametrize("copiers", [1, 3, 7])
-def test_copier_tiles_copy_every_listed_miss_once(copiers, monkeypatch):
-    # several tiles per request (the simulator's 32-thread tiles, two occurrences per thread), a
-    # committer tile and copier tiles that split the tiles' copy lists between them
+@pytest.mark.parametrize("copiers, warps, item_words", [(1, 1, 2), (3, 1, 2), (7, 1, 2), (3, 3, 2),
+                                                       (2, 2, 2 * HOLD_WORDS * LANES + 2)])
+def test_copier_tiles_copy_every_listed_miss_once(copiers, warps, item_words, monkeypatch):
+    # several tiles per request (two occurrences per thread), a committer tile and copier tiles
+    # that split the request's listed misses between them. In the simulator: one-warp tiles (the
+    # warp indexes and loads), tiles of several warps (the first indexes, the others load), and
+    # items too large for a loader's registers (copied only once numbered)
     monkeypatch.setattr(launch, "committer_tile", lambda batch, tiles: True)
     monkeypatch.setattr(launch, "copier_tiles", lambda batch, tiles, committer: copiers)
+    if not ON_GPU:
+        monkeypatch.setattr(launch, "tile_threads", lambda num_occurrences: warps * LANES)
     rng = np.random.default_rng(copiers)
     steps, top_k, hot, tail = 4, 64 if not ON_GPU else 2048, 128 if not ON_GPU else 4096, 8
-    batch, words = 2, 2 if not ON_GPU else 72
+    batch, words = 2, item_words if not ON_GPU or item_words > 2 else 72
     t = steps * top_k
     seq = 3 * (hot + t)
     kw = make_spec_problem(batch=batch, steps=steps, top_k=top_k, hot=hot, tail=tail, item_words=words,

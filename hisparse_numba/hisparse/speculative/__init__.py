@@ -83,12 +83,14 @@ a request's commit and every tile's host copies overlap:
   ``(y * tile + i) * reps + r``, ``r < reps``.
 * 1. Classify: outputs of non-misses, stamps (union counter), ordered scratch-table inserts, and a
   claim of every missed token in a private set whose positions never move (``claim_first`` keeps
-  the token's smallest occurrence). Publish CLAIMED.
+  the token's smallest occurrence). With copier tiles, the thread that inserts a token lists its
+  host location and claim position. Publish CLAIMED (with the number listed).
 * 2. Once the earlier tiles have claimed, an occurrence is its token's first iff it is the claimed
   minimum. Count the tile's firsts (block scan), publish COUNTED, and add up the earlier tiles'
   counts (each earlier tile is waited for by its own thread): ``unique_idx = before + rank``.
-* 3. Outputs of the first occurrences, plan entries and this tile's copy list (destinations are
-  read now, before any commit can swap scratch locations). Publish NUMBERED.
+* 3. Outputs of the first occurrences, plan entries and the copy destinations: this tile's copy
+  list, or with copier tiles each token's destination by claim position (``claim_dst``); they are
+  read now, before any commit can swap scratch locations. Publish NUMBERED.
 * 4. A tile holding later occurrences of missed tokens waits for NUMBERED of the earlier tiles
   and gives them their first occurrence's location.
 * 5. A tile arrives (threadfence, then a per-request arrival counter) with its NUMBERED, or after
@@ -103,14 +105,17 @@ a request's commit and every tile's host copies overlap:
   sglang's sizes), each request has one more tile, the committer, which takes the last ticket,
   resolves nothing and runs the stages on an SM of its own as soon as the tiles reach them, so
   the first overlaps the tiles' numbering. Otherwise the last tile to arrive finishes the request
-  (every stage is reached by then), and copies its own list after that.
+  (every stage is reached by then), and copies its own list after that. Promotion runs in one
+  pass with the misses' tokens entering their slots, once every tile has arrived.
 * 6. Every tile copies its listed scratch misses from the host pool, unless the request has copier
   tiles (``copier_tiles``: at least one idle SM per tile beside a committer, batch 1 at sglang's
   sizes): they take the tickets between the tiles and the committer and wait until every tile has
-  NUMBERED (its flag carries the number of copies it listed). Then the first warp of each indexes
-  an even share of the scratch table (the committer's index pass, which it then skips) and
-  arrives, while the other warps copy an even share of the request's lists, so that the four
-  tiles holding a step's misses do not copy them alone.
+  CLAIMED. Then each of their other warps reads one listed item (up to ``HOLD_WORDS`` words per
+  lane) from the host into registers, while the first warp waits for NUMBERED, indexes an even
+  share of the scratch table (the committer's index pass, which it then skips) and arrives. A
+  warp then writes its item to the destination noted by claim position, and the copier tiles
+  copy the items no warp held, so that the four tiles holding a step's misses do not copy them
+  alone, and the copies start before the misses are numbered.
 
 The private buffers (tickets, flags, claims, copy lists) are ``Workspace``.
 """

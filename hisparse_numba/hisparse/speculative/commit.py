@@ -23,13 +23,18 @@ from .device_fns import (EMPTY_KEY, HOT, MISS, NO_OCCURRENCE, PROPOSED, admit_cl
 
 @cuda.jit(device=True, inline=True)
 def count_victims_dev(scratch_state, scratch_locs, rid, row, num_misses, cap, union_mode,
-                      compact, scan, tid, tile):
+                      compact, known_loc, scan, tid, tile):
     """(first, last + 1) of this thread's misses, and (its first victim ordinal, number of
-    victims) over the misses that need a victim."""
+    victims) over the misses that need a victim. ``known_loc`` is ``scratch_locs[rid, tid]``,
+    read earlier (in union mode miss ``tid``, the only one of a thread when there are no more
+    misses than threads, needs a victim iff it is >= 0: one load fewer after the wait)."""
     u0, u1 = thread_range_dev(num_misses, tid, tile)
     count = 0
     for u in range(u0, u1):
-        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+        if union_mode and u == tid and u < cap:
+            if known_loc >= 0:
+                count += 1
+        elif needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
             count += 1
     base, num_victims = block_exclusive_scan_dev(scan, count, tid, tile)
     return u0, u1, base, num_victims

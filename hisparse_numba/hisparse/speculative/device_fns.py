@@ -22,6 +22,7 @@ from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_PO
 
 LANES = 32
 MAX_THREADS = 1024              # threads per tile at most: the size of the kernel's scan array
+HOLD_WORDS = 4                  # words per lane a copier's loader warp holds: items up to 1 KiB
 EMPTY_KEY = -1                  # an empty cell of the private claim set
 NO_OCCURRENCE = 0x7FFFFFFF      # claim_first of a cell no occurrence has claimed yet
 PROPOSED = -0x80000000          # + unique_idx: a slot's epoch while misses propose it (approximate mode)
@@ -105,9 +106,10 @@ def classify_dev(top_k_tokens, seq_lens, device_buffer_tokens, device_buffer_loc
 
 @cuda.jit(device=True, inline=True)
 def claim_token_dev(claim_keys, b, token):
-    """Position of ``token`` in row ``b`` of the private set ``claim_keys`` (linear probing, -1 =
-    empty), inserting it if absent. Unlike the ordered scratch table, a position never moves, so it
-    names the token for the rest of the launch."""
+    """(position of ``token`` in row ``b`` of the private set ``claim_keys`` (linear probing, -1 =
+    empty), whether this call inserted it). Unlike the ordered scratch table, a position never
+    moves, so it names the token for the rest of the launch; exactly one occurrence of each
+    missed token inserts it."""
     mask = claim_keys.shape[1] - 1
     p = knuth_hash_dev(token) & mask
     while True:
@@ -115,9 +117,9 @@ def claim_token_dev(claim_keys, b, token):
         if k == EMPTY_KEY:
             k = cuda.atomic.cas(claim_keys, (b, p), np.int32(EMPTY_KEY), np.int32(token))
             if k == EMPTY_KEY:
-                return p
+                return p, True
         if k == token:
-            return p
+            return p, False
         p = (p + 1) & mask
 
 
@@ -146,6 +148,22 @@ def wait_for_tiles_dev(flags, b, stage, num_tiles, tid, num_threads):
     cuda.threadfence()
     cuda.syncthreads()
     return total
+
+
+@cuda.jit(device=True, inline=True)
+def warp_wait_for_tiles_dev(flags, b, stage, num_tiles, lane, seen, slot):
+    """wait_for_tiles_dev for one warp, without a block barrier (the tile's other warps are
+    busy): lane ``j`` polls tiles ``j, j + 32, ...`` and counts each one it sees in ``seen[slot]``
+    (shared, zero before); every lane returns once the count reaches ``num_tiles``."""
+    j = lane
+    while j < num_tiles:
+        while cuda.atomic.add(flags, (b, stage, j), np.int32(0)) == 0:
+            pass
+        cuda.atomic.add(seen, slot, 1)
+        j += LANES
+    while cuda.atomic.add(seen, slot, 0) < num_tiles:
+        pass
+    cuda.threadfence()
 
 
 @cuda.jit(device=True, inline=True)

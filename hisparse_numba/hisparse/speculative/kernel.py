@@ -28,10 +28,11 @@ from ..spec_state import (COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST, COUNT_UNION, 
                           next_sigma_dev, pack_clock_dev, pack_generation_dev)
 from .commit import (admit_dev, approximate_victims_dev, count_victims_dev, evict_victims_dev,
                      index_misses_dev, union_victims_dev)
-from .device_fns import (CLAIMED, COUNTED, HOT, LANES, MAX_THREADS, MISS, NUMBERED, TAIL,
-                         claim_token_dev, classify_dev, direct_locations_dev, load_coherent_dev,
-                         needs_victim_dev, promote_victim_dev, publish_dev, table_insert_dev,
-                         take_slot_dev, wait_for_tiles_dev)
+from .device_fns import (CLAIMED, COUNTED, HOLD_WORDS, HOT, LANES, MAX_THREADS, MISS, NUMBERED,
+                         TAIL, claim_token_dev, classify_dev, direct_locations_dev,
+                         load_coherent_dev, needs_victim_dev, promote_victim_dev, publish_dev,
+                         table_insert_dev, take_slot_dev, wait_for_tiles_dev,
+                         warp_wait_for_tiles_dev)
 
 
 @functools.cache
@@ -88,54 +89,34 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             flag[0] = 0
         u0 = u1 = base = num_victims = np.int64(0)
         copiers = cuda.gridDim.y - tiles - 1 if committer else 0
+        # scratch location tid, which tells whether miss tid needs a victim, read while waiting
+        known_loc = scratch_locs[rid, tid] if tid < cap else np.int32(-1)
         # every tile has counted: the number of unique misses, and the union hits (added before)
         share = wait_for_tiles_dev(flags, b, COUNTED, tiles, tid, tile)
-        _, num_misses = block_exclusive_scan_dev(scan, share, tid, tile)
         union_hits = np.int64(load_coherent_dev(scratch_state, (0, COUNT_UNION * n + rid)))
+        _, num_misses = block_exclusive_scan_dev(scan, share, tid, tile)
         overflow = num_misses > cap
         union_mode = num_misses + union_hits <= hot
         if union_mode:
             u0, u1, base, num_victims = count_victims_dev(scratch_state, scratch_locs, rid, row,
-                                                          num_misses, cap, True, compact, scan,
-                                                          tid, tile)
+                                                          num_misses, cap, True, compact,
+                                                          known_loc, scan, tid, tile)
             union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses, cap,
                               compact, cursor, hot, e_now, emask, victims, aux, flag, u0, u1, base,
                               tid)
             evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
                               scratch_locs, victims, rid, row, cap, True, compact, u0, u1, base)
-        # every tile has numbered its misses; the copier tiles, if any, index them
-        wait_for_tiles_dev(flags, b, NUMBERED, tiles, tid, tile)
+        # every tile has numbered its misses; the copier tiles, if any, index them, and then the
+        # wait for the arrivals below covers the numbering too (a tile arrives after numbering)
         if copiers == 0:
+            wait_for_tiles_dev(flags, b, NUMBERED, tiles, tid, tile)
             index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
                              unique_claim, b, row, t, sigma, 0, num_misses, tid, tile)
             cuda.threadfence()
             cuda.syncthreads()
-        if not union_mode:
-            wait_for_arrivals_dev(counters, b, tiles + copiers, tid)    # the index is complete
-            admit_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
-                      seq_lens, cache_index, cache_policy, scratch_state, metadata, b, rid, row, t,
-                      sigma, e_now, num_misses, union_hits, cap, tail, degraded, scan, tid, tile)
-            u0, u1, base, num_victims = count_victims_dev(scratch_state, scratch_locs, rid, row,
-                                                          num_misses, cap, False, compact, scan,
-                                                          tid, tile)
-            approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
-                                    num_misses, cap, compact, cursor, hot, e_now, victims, aux,
-                                    flag, u0, u1, base, t, tid)
-            evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
-                              scratch_locs, victims, rid, row, cap, False, compact, u0, u1, base)
-        # the misses' tokens enter their slots and the hash (the tiles no longer read either)
-        cuda.syncthreads()
-        i = base
-        for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
-                take_slot_dev(device_buffer_tokens, unique_token, victims, scan, i, u, b, t, rid)
-                i += 1
-        cuda.syncthreads()
-        hash_insert_dev(cache_index, rid, device_buffer_tokens, victims, num_victims, aux, flag,
-                        scan, tid, tile, True)
         # every tile has arrived (a tile holding later occurrences of a missed token reads their
         # scratch locations, which promotion swaps), and every copier tile has read the flags and
-        # indexed its share of the misses
+        # indexed its share of the misses; by now they have, so the wait is short
         wait_for_arrivals_dev(counters, b, tiles + copiers, tid)
         j = tid
         while j < 3 * tiles:
@@ -144,14 +125,32 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         if tid == 0:
             counters[b, 0] = 0
             counters[b, 1] = 0
-        # promotion (zero-copy) or direct overflow in place
+        if not union_mode:
+            admit_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
+                      seq_lens, cache_index, cache_policy, scratch_state, metadata, b, rid, row, t,
+                      sigma, e_now, num_misses, union_hits, cap, tail, degraded, scan, tid, tile)
+            u0, u1, base, num_victims = count_victims_dev(scratch_state, scratch_locs, rid, row,
+                                                          num_misses, cap, False, compact,
+                                                          known_loc, scan, tid, tile)
+            approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
+                                    num_misses, cap, compact, cursor, hot, e_now, victims, aux,
+                                    flag, u0, u1, base, t, tid)
+            evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
+                              scratch_locs, victims, rid, row, cap, False, compact, u0, u1, base)
+        # each miss takes its victim's slot: its token enters the slot (and ``scan``, for the
+        # hash), then promotion (zero-copy) or direct overflow in place; one pass, so that the
+        # loads of both are in flight together
+        cuda.syncthreads()
         i = base
         for u in range(u0, u1):
             if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+                take_slot_dev(device_buffer_tokens, unique_token, victims, scan, i, u, b, t, rid)
                 promote_victim_dev(device_buffer_locs, scratch_locs, scratch_state, metadata,
                                    victims, i, u, rid, row, index, compact, cap, sigma)
                 i += 1
         cuda.syncthreads()
+        hash_insert_dev(cache_index, rid, device_buffer_tokens, victims, num_victims, aux, flag,
+                        scan, tid, tile, True)
         warps = tile // LANES
         warp = tid // LANES
         lane = tid % LANES
@@ -193,64 +192,96 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         return 1 if last and not committer else 0
 
     @cuda.jit(device=True, inline=True)
+    def list_entry_dev(lists, tiles, g, b, t):
+        """Where item ``g`` of the request's miss list is: tile ``j`` listed ``lists[j]`` items at
+        ``b * T + j * tile * reps``, in tile order."""
+        for j in range(tiles):
+            if g < lists[j]:
+                return b * t + j * cuda.blockDim.x * reps + g
+            g -= lists[j]
+        return -1
+
+    @cuda.jit(device=True, inline=True)
     def copy_share_dev(host_words, dev_words, metadata, scratch_state, counters, flags, claim_keys,
-                       claim_first, unique_token, unique_claim, copy_src, copy_dst, b, row, t,
-                       sigma, tiles, copier, copiers, words_per_item, tid, tile, lists):
-        """Copier tile ``copier`` of ``copiers``, once every tile of request ``b`` has published
-        NUMBERED: its first warp indexes an even share of the request's misses (index_misses_dev)
-        and then arrives, so that the committer resets the flags and reads the index only after
-        that; the other warps copy an even share of the listed scratch misses (tile ``j``'s list
-        starts at ``b * T`` + its first unique_idx). With a one-warp tile, that warp does both.
-        ``lists`` (shared, > 2 * tiles) takes each tile's number of copies and of first misses,
-        then counts the indexing threads that are done."""
-        wait_for_tiles_dev(flags, b, NUMBERED, tiles, tid, tile)
+                       claim_first, claim_dst, unique_token, unique_claim, copy_src, copy_dst, b,
+                       row, t, sigma, tiles, copier, copiers, words_per_item, tid, tile, lists):
+        """Copier tile ``copier`` of ``copiers``. Once every tile of request ``b`` has CLAIMED,
+        the request's unique misses are listed (host location, claim position; the thread that
+        inserted the token listed it): each loader warp reads one item from the host into its
+        registers at once (item ``copier + copiers * loader``), long before the tiles have
+        numbered the misses. The first warp waits for NUMBERED, tells the loaders, indexes an
+        even share of the misses (index_misses_dev) and arrives, so that the committer resets
+        the flags and reads the index only after that. A loader then writes its item to its
+        destination (``claim_dst``, read by the tiles before any promotion), and copies the
+        items no loader held. With a one-warp tile, that warp does all of it. ``lists`` (shared,
+        > tiles + 3) takes each tile's number of listed misses, then three counters."""
+        wait_for_tiles_dev(flags, b, CLAIMED, tiles, tid, tile)
         j = tid
         while j < tiles:
-            lists[2 * j] = load_coherent_dev(flags, (b, NUMBERED, j)) - 1
-            lists[2 * j + 1] = load_coherent_dev(flags, (b, COUNTED, j)) - 1
+            lists[j] = load_coherent_dev(flags, (b, CLAIMED, j)) - 1
             j += tile
         if tid == 0:
-            lists[2 * tiles] = 0
+            lists[tiles] = 0           # indexing lanes done
+            lists[tiles + 1] = 0       # tiles seen NUMBERED
+            lists[tiles + 2] = 0       # 1 once every tile has NUMBERED
         cuda.syncthreads()
-        total = 0
         num_misses = 0
         for j in range(tiles):
-            total += lists[2 * j]
-            num_misses += lists[2 * j + 1]
-        indexers = min(LANES, tile)
-        if tid < indexers:
+            num_misses += lists[j]
+        warp, lane = tid // LANES, tid % LANES
+        warps = tile // LANES
+        loaders = max(1, warps - 1)
+        loader = warp - 1 if warps > 1 else 0
+        is_loader = warps == 1 or warp > 0
+        held = cuda.local.array(HOLD_WORDS, np.int64)
+        holds = words_per_item <= HOLD_WORDS * LANES
+        entry = np.int64(-1)
+        g = copier + copiers * loader
+        if is_loader and holds and g < num_misses:
+            entry = list_entry_dev(lists, tiles, g, b, t)
+            src = copy_src[entry] * words_per_item
+            for h in range(HOLD_WORDS):      # a fixed trip count: held stays in registers
+                w = lane + h * LANES
+                if w < words_per_item:
+                    held[h] = host_words[src + w]
+        if warp == 0:
+            warp_wait_for_tiles_dev(flags, b, NUMBERED, tiles, lane, lists, tiles + 1)
+            if lane == 0:
+                cuda.atomic.exch(lists, tiles + 2, 1)
             index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
                              unique_claim, b, row, t, sigma, copier * num_misses // copiers,
-                             (copier + 1) * num_misses // copiers, tid, indexers)
+                             (copier + 1) * num_misses // copiers, lane, LANES)
             cuda.threadfence()
-            # the last indexing thread to finish arrives for the tile (each fenced its writes)
-            if cuda.atomic.add(lists, 2 * tiles, 1) == indexers - 1:
+            # the last indexing lane to finish arrives for the tile (each fenced its writes)
+            if cuda.atomic.add(lists, tiles, 1) == LANES - 1:
                 cuda.atomic.add(counters, (b, 1), 1)
-        copy_tid, copy_threads = tid, tile
-        if tile > indexers:
-            copy_tid, copy_threads = tid - indexers, tile - indexers
-        if copy_tid < 0:
+        if not is_loader:
             return
-        lo = copier * total // copiers
-        hi = (copier + 1) * total // copiers
-        seen = 0                 # copies listed by the tiles before j
-        first = b * t            # where tile j's list starts
-        for j in range(tiles):
-            a = max(lo, seen)
-            e = min(hi, seen + lists[2 * j])
-            if a < e:
-                start = first + a - seen
-                copy_items_flat_dev(host_words, copy_src, start, dev_words, copy_dst, start, e - a,
-                                    words_per_item, copy_tid, copy_threads)
-            seen += lists[2 * j]
-            first += lists[2 * j + 1]
+        while cuda.atomic.add(lists, tiles + 2, 0) == 0:
+            pass
+        if entry >= 0:
+            dst = np.int64(load_coherent_dev(claim_dst, (b, copy_dst[entry])))
+            if dst >= 0:
+                dst *= words_per_item
+                for h in range(HOLD_WORDS):
+                    w = lane + h * LANES
+                    if w < words_per_item:
+                        dev_words[dst + w] = held[h]
+        g = (loaders * copiers if holds else 0) + copier * loaders + loader
+        while g < num_misses:
+            entry = list_entry_dev(lists, tiles, g, b, t)
+            dst = np.int64(load_coherent_dev(claim_dst, (b, copy_dst[entry])))
+            if dst >= 0:
+                copy_item_dev(host_words, copy_src[entry], dev_words, dst, words_per_item, lane,
+                              LANES)
+            g += loaders * copiers
 
     @jit_kernel(max_threads=MAX_THREADS)
     def swap(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_words,
              dev_words, out, req_pool_indices, seq_lens, cache_index, cache_policy, scratch_locs,
              scratch_state, metadata, num_real_reqs, miss_src, miss_dst, miss_count, counters,
-             flags, claim_keys, claim_first, claim_unique, unique_token, unique_claim, copy_src,
-             copy_dst, words_per_item, tail, n, gate):
+             flags, claim_keys, claim_first, claim_unique, claim_dst, unique_token, unique_claim,
+             copy_src, copy_dst, words_per_item, tail, n, gate):
         if gate_closed_dev(gate):           # the call's value check rejected it
             return
         b = cuda.blockIdx.x
@@ -269,7 +300,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             if record and cuda.blockIdx.y == 0 and tid == 0:
                 miss_count[b] = 0
             return
-        shared = cuda.shared.array(5, np.int32)   # ticket, hits, firsts before, last, has dups
+        shared = cuda.shared.array(6, np.int32)   # ticket, hits, firsts before, last, has dups, listed
         scan = cuda.shared.array(MAX_THREADS, np.int32)
         victims = cuda.shared.array(MAX_OCCURRENCES, np.int16)  # per victim ordinal: its slot, -1 = none yet
         aux = cuda.shared.array(MAX_OCCURRENCES, np.int16)      # walk positions, fallback list, hash-insert state
@@ -285,6 +316,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             shared[2] = 0
             shared[3] = 0
             shared[4] = 0
+            shared[5] = 0
         cuda.syncthreads()
         y = shared[0]
         first = (y * tile + tid) * reps          # this thread's occurrences: first .. first+reps-1
@@ -300,15 +332,16 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         is_committer = committer and y == tiles + copiers
         base = 0                                  # first misses in the earlier tiles
         num_copies = 0
-        if y >= tiles and not is_committer:
+        if committer and y >= tiles and not is_committer:   # (compiled only with a committer)
             copy_share_dev(host_words, dev_words, metadata, scratch_state, counters, flags,
-                           claim_keys, claim_first, unique_token, unique_claim, copy_src, copy_dst,
-                           b, row, t, sigma, tiles, y - tiles, copiers, words_per_item, tid, tile,
-                           scan)
+                           claim_keys, claim_first, claim_dst, unique_token, unique_claim, copy_src,
+                           copy_dst, b, row, t, sigma, tiles, y - tiles, copiers, words_per_item,
+                           tid, tile, scan)
             return
         if not is_committer:   # (the committer took the last ticket: every tile has started)
             # 1. classify: outputs of non-misses, stamps, scratch-table inserts, claims of
-            # missed tokens
+            # missed tokens; with copier tiles, the inserting thread lists the token's host
+            # location and claim position for them (from ``b * T + y * tile * reps``)
             for r in range(reps):
                 occ = first + r
                 claim[r] = -1
@@ -326,8 +359,12 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                             cuda.atomic.add(shared, 1, 1)
                     elif kind == MISS:
                         table_insert_dev(metadata, row, t, sigma, tok)
-                        p = claim_token_dev(claim_keys, b, tok)
+                        p, inserted = claim_token_dev(claim_keys, b, tok)
                         cuda.atomic.min(claim_first, (b, p), np.int32(occ))
+                        if inserted and copiers > 0:
+                            listed = b * t + y * tile * reps + cuda.atomic.add(shared, 5, 1)
+                            copy_src[listed] = val
+                            copy_dst[listed] = p
                         claim[r] = p
                         token[r] = tok
                         host_src[r] = val
@@ -336,7 +373,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             cuda.syncthreads()
             if tid == 0 and shared[1] > 0:
                 cuda.atomic.add(scratch_state, (0, COUNT_UNION * n + rid), shared[1])
-            publish_dev(flags, b, CLAIMED, y, 1, tid)
+            publish_dev(flags, b, CLAIMED, y, shared[5] + 1, tid)
 
             # 2. once the earlier tiles have claimed, an occurrence is its token's first iff
             # claim_first names it (later tiles only add larger occurrences); rank the firsts
@@ -357,7 +394,8 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             cuda.syncthreads()
             base = shared[2]
 
-            # 3. unique_idx = base + rank: outputs, copy list (scratch misses) and plan
+            # 3. unique_idx = base + rank: outputs, plan, and the destination of each scratch
+            # miss: for the copier tiles by claim position, else in this tile's copy list
             u = base + rank
             copies = 0
             for r in range(reps):
@@ -366,42 +404,38 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                     unique_token[b * t + u] = token[r]
                     unique_claim[b * t + u] = claim[r]
                     occ = first + r
+                    dst = np.int64(-1)
                     if u < cap:
-                        loc = scratch_locs[rid, u]
-                        out[b, occ // top_k, occ % top_k] = loc
-                        if loc >= 0:
-                            copies += 1
+                        dst = scratch_locs[rid, u]
+                        out[b, occ // top_k, occ % top_k] = dst
+                        if record:
+                            miss_src[b, u] = host_src[r] if dst >= 0 else -1
+                            miss_dst[b, u] = dst if dst >= 0 else -1
                     else:
                         out[b, occ // top_k, occ % top_k] = -2 - u
+                    if copiers > 0:
+                        claim_dst[b, claim[r]] = dst
+                    elif dst >= 0:
+                        copies += 1
                     u += 1
-            entry, num_copies = block_exclusive_scan_dev(scan, copies, tid, tile)
-            entry += b * t + base
-            u = base + rank
-            for r in range(reps):
-                if is_first[r] == 1:
-                    if u < cap and scratch_locs[rid, u] >= 0:
-                        src = host_src[r]
-                        dst = scratch_locs[rid, u]
-                        copy_src[entry] = src
-                        copy_dst[entry] = dst
-                        entry += 1
-                        if record:
-                            miss_src[b, u] = src
-                            miss_dst[b, u] = dst
-                    elif u < cap and record:
-                        miss_src[b, u] = -1
-                        miss_dst[b, u] = -1
-                    u += 1
+            if copiers == 0:
+                entry, num_copies = block_exclusive_scan_dev(scan, copies, tid, tile)
+                entry += b * t + base
+                u = base + rank
+                for r in range(reps):
+                    if is_first[r] == 1:
+                        if u < cap and scratch_locs[rid, u] >= 0:
+                            copy_src[entry] = host_src[r]
+                            copy_dst[entry] = scratch_locs[rid, u]
+                            entry += 1
+                        u += 1
             if tid == 0 and num_first > 0:
                 cuda.atomic.add(scratch_state, (0, COUNT_WORK * n + rid), num_first)
 
-            # 4. publish_dev NUMBERED (with the number of copies listed, for the copiers). A tile
-            # holding later occurrences of missed tokens then waits for
-            # NUMBERED of the earlier tiles and gives them their first occurrence's location; it
-            # arrives (the per-request arrival counter) only after that, the others at once.
-            publish_dev(flags, b, NUMBERED, y, num_copies + 1, tid)
-            if copiers > 0:
-                num_copies = 0                    # the copier tiles copy the list
+            # 4. publish NUMBERED. A tile holding later occurrences of missed tokens then waits
+            # for NUMBERED of the earlier tiles and gives them their first occurrence's location;
+            # it arrives (the per-request arrival counter) only after that, the others at once.
+            publish_dev(flags, b, NUMBERED, y, 1, tid)
             dups = shared[4]
             if tid == 0 and dups == 0:
                 shared[3] = arrive_dev(counters, b, tiles)

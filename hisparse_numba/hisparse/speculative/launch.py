@@ -172,12 +172,17 @@ class Workspace(NamedTuple):
     launches.
 
     counters ``[batch, 2]`` int32: tickets taken and tiles arrived. flags ``[batch, 3, tiles]``
-    int32: per tile, claimed / counted (number of first misses + 1) / numbered. claim_keys,
-    claim_first, claim_unique ``[batch, K]`` int32 (``K`` = power of two >= 2T): the private set of
-    missed tokens (-1 = empty), each token's first occurrence and its unique_idx. unique_token,
-    unique_claim ``[batch * T]`` int32: token and claim position of unique miss ``u`` (row ``b``
-    starts at ``b * T``, as in the copy list). copy_src / copy_dst ``[batch * T]`` int64: each tile's
-    scratch copies, at ``b * T`` + the tile's first unique_idx.
+    int32: per tile, claimed (number of tokens it inserted into the claim set + 1) / counted
+    (number of first misses + 1) / numbered. claim_keys, claim_first, claim_unique, claim_dst
+    ``[batch, K]`` int32 (``K`` = power of two >= 2T): the private set of missed tokens (-1 =
+    empty), each token's first occurrence, its unique_idx and, with copier tiles, the scratch
+    location its item goes to (-1: none). unique_token, unique_claim ``[batch * T]`` int32: token
+    and claim position of unique miss ``u`` (row ``b`` starts at ``b * T``, as in the copy
+    lists). copy_src / copy_dst ``[batch * T]`` int64: without copier tiles, each tile's scratch
+    copies (host location, scratch location) at ``b * T`` + the tile's first unique_idx; with
+    them, each tile's inserted tokens (host location, claim position) at ``b * T + y * tile *
+    reps``. claim_dst needs no reset: a launch writes it for every token it claims before reading
+    it.
     """
 
     counters: object
@@ -185,6 +190,7 @@ class Workspace(NamedTuple):
     claim_keys: object
     claim_first: object
     claim_unique: object
+    claim_dst: object
     unique_token: object
     unique_claim: object
     copy_src: object
@@ -201,6 +207,7 @@ def workspace(batch: int, num_occurrences: int) -> Workspace:
     claims = 1 << (2 * num_occurrences - 1).bit_length()
     work = Workspace(xp.empty((batch, 2), dtype=xp.int32), xp.empty((batch, 3, tiles), dtype=xp.int32),
                      xp.empty((batch, claims), dtype=xp.int32), xp.empty((batch, claims), dtype=xp.int32),
+                     xp.empty((batch, claims), dtype=xp.int32),
                      xp.empty((batch, claims), dtype=xp.int32), xp.empty(flat, dtype=xp.int32),
                      xp.empty(flat, dtype=xp.int32), xp.empty(flat, dtype=xp.int64),
                      xp.empty(flat, dtype=xp.int64))
