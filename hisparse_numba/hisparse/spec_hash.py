@@ -7,10 +7,12 @@ the behaviour, including this project's rule for inserts:
 
 Deterministic hash inserts (sglang lets atomics race): the entries to insert (in a fixed item order)
 first try bank 0, then bank 1, each in one round where a bucket that is free *before* the round
-goes to the largest competing entry (``atomic.max``); whatever is left is cuckoo-inserted one by one
-in item order by thread 0 (at most ``MAX_KICKS`` displacements, alternating banks; a failure drops
-the displaced entry and sets HASH_DEGRADED, after which lookups fall back to a linear scan of the H
-slots).
+goes to the largest competing entry; whatever is left is cuckoo-inserted one by one in item order by
+thread 0 (at most ``MAX_KICKS`` displacements, alternating banks; a failure drops the displaced
+entry and sets HASH_DEGRADED, after which lookups fall back to a linear scan of the H slots). The
+device settles each round's contention in a shared table when the items fit (one read of the banks,
+then plain stores: the speculative commit), else by ``atomic.max`` on the banks themselves (the
+initialiser).
 
 Reference functions first, then their device versions. Used by ``spec_state.py`` (the
 initialiser) and the speculative swap-in; lessons 01, 03, 04 and 08 run both.
@@ -192,6 +194,8 @@ def hash_erase_dev(cache_index, rid, token, slot):
 
 
 RACE0, FREE1, RACE1, PENDING = 1, 2, 4, 8   # bits of an item's state in pend (hash_insert_dev)
+SLOT_BITS = 15          # a hot slot is < MAX_HOT_BUFFER_SIZE = 2^15
+SETTLE_CELLS = 2048     # cells of a shared settle table: rounds of up to 1024 items
 
 
 @cuda.jit(device=True, inline=True)
@@ -235,24 +239,126 @@ def bank_rounds_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, ma
 
 
 @cuda.jit(device=True, inline=True)
-def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, tid, nthreads,
+def settle_offer_dev(cells, bucket, slot):
+    """Offer hot slot ``slot`` for ``bucket`` (< 2^16) in the shared open-addressing table
+    ``cells`` (a power of two of int32; a cell packs ``(bucket << SLOT_BITS) | slot``, -1 empty).
+    The bucket's cell keeps the largest slot offered: the largest entry, since the slot is an
+    entry's high word and no two items share a slot."""
+    mask = cells.shape[0] - 1
+    c = bucket & mask
+    packed = np.int32((bucket << SLOT_BITS) | slot)
+    while True:
+        k = cells[c]
+        if k == -1:
+            k = cuda.atomic.cas(cells, c, np.int32(-1), packed)
+            if k == -1:
+                return
+        if (k >> SLOT_BITS) == bucket:
+            cuda.atomic.max(cells, c, packed)
+            return
+        c = (c + 1) & mask
+
+
+@cuda.jit(device=True, inline=True)
+def settle_winner_dev(cells, bucket):
+    """The slot that won ``bucket`` in ``cells`` (offered to before the last barrier)."""
+    mask = cells.shape[0] - 1
+    c = bucket & mask
+    while (cells[c] >> SLOT_BITS) != bucket:
+        c = (c + 1) & mask
+    return cells[c] & ((1 << SLOT_BITS) - 1)
+
+
+@cuda.jit(device=True, inline=True)
+def clear_cells_dev(cells, tid, nthreads):
+    j = tid
+    while j < cells.shape[0]:
+        cells[j] = -1
+        j += nthreads
+
+
+@cuda.jit(device=True, inline=True)
+def settle_rounds_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, tid,
+                      nthreads):
+    """Both banks' rounds, their contention settled in ``cells`` (cleared before the caller's
+    last barrier): one read of both buckets per item, then shared atomics, then the winners' plain
+    stores (only this block writes the request's banks). Pass 1: snapshot both buckets, offer to
+    bank 0 when its bucket is free; pass 2: bank 0's winners are placed, the others whose bank-1
+    bucket is free race there (bank 1 is not written in bank 0's round, so the snapshot holds);
+    pass 3: offer to bank 1; pass 4: bank 1's winners are placed. Each pass ends with a barrier."""
+    i = tid
+    while i < n_items:
+        state = pend[i]
+        if state & PENDING:
+            b0, _ = bucket_entry_dev(rid, dbt, slots, tokens, i, 0, mask)
+            b1, _ = bucket_entry_dev(rid, dbt, slots, tokens, i, 1, mask)
+            c0 = cache_index[rid, 0, b0]     # both buckets read at once: one latency
+            c1 = cache_index[rid, 1, b1]
+            state |= (RACE0 if c0 < 0 else 0) | (FREE1 if c1 < 0 else 0)
+            if state & RACE0:
+                settle_offer_dev(cells, b0, slots[i])
+            pend[i] = state
+        i += nthreads
+    cuda.syncthreads()
+    i = tid
+    while i < n_items:
+        state = pend[i]
+        if state & PENDING:
+            b0, e = bucket_entry_dev(rid, dbt, slots, tokens, i, 0, mask)
+            if state & RACE0 and settle_winner_dev(cells, b0) == slots[i]:
+                cache_index[rid, 0, b0] = e
+                state = 0
+            elif state & FREE1:
+                state |= RACE1
+            pend[i] = state
+        i += nthreads
+    cuda.syncthreads()
+    clear_cells_dev(cells, tid, nthreads)
+    cuda.syncthreads()
+    for stage in range(2):
+        i = tid
+        while i < n_items:
+            state = pend[i]
+            if state & RACE1:
+                b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, 1, mask)
+                if stage == 0:
+                    settle_offer_dev(cells, b1, slots[i])
+                elif settle_winner_dev(cells, b1) == slots[i]:
+                    cache_index[rid, 1, b1] = e
+                    pend[i] = 0
+            i += nthreads
+        cuda.syncthreads()
+
+
+@cuda.jit(device=True, inline=True)
+def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, cells, tid, nthreads,
                     scan_holds_tokens):
     """Insert ``(slots[i] << 32) | dbt[rid, slots[i]]`` for every ``i < n_items`` with
     ``slots[i] >= 0`` (rounds of the module docstring). ``pend`` is a scratch shared array of
     ``n_items``, ``scan`` a shared int32 array of ``nthreads``; ``flag[0]`` is set to 1 by thread 0
     when the hash degrades. The passes read the tokens of the first ``len(scan)`` items from
-    ``scan``: filled here from ``dbt``, or by the caller when ``scan_holds_tokens``."""
+    ``scan``: filled here from ``dbt``, or by the caller when ``scan_holds_tokens``. ``cells``, a
+    shared int32 table (a power of two; length 1 when the kernel has no room for one), settles
+    the rounds when it holds twice the items, every token is in ``scan`` and buckets fit 16 bits;
+    otherwise the rounds race on the banks (bank_rounds_pass_dev)."""
     mask = cache_index.shape[2] - 1
+    settle = 2 * n_items <= cells.shape[0] and n_items <= scan.shape[0] and mask < (1 << 16)
     i = tid
     while i < n_items:
         pend[i] = PENDING if slots[i] >= 0 else 0
         if slots[i] >= 0 and i < scan.shape[0] and not scan_holds_tokens:
             scan[i] = dbt[rid, slots[i]]
         i += nthreads
+    if settle:
+        clear_cells_dev(cells, tid, nthreads)
     cuda.syncthreads()
-    for stage in range(4):
-        bank_rounds_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, mask, stage, tid,
-                             nthreads)
+    if settle:
+        settle_rounds_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, tid,
+                          nthreads)
+    else:
+        for stage in range(4):
+            bank_rounds_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, mask, stage,
+                                 tid, nthreads)
     # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
     # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
     i0, i1 = thread_range_dev(n_items, tid, nthreads)

@@ -341,6 +341,7 @@ def _init_kernel(capacity: int):
         pend = cuda.shared.array(capacity, np.int16)
         flag = cuda.shared.array(1, np.int32)
         scan = cuda.shared.array(INIT_THREADS, np.int32)
+        no_cells = cuda.shared.array(1, np.int32)   # no room for a settle table: racing rounds
         hs = cache_index.shape[2]
         i = tid
         while i < 2 * hs:
@@ -361,7 +362,8 @@ def _init_kernel(capacity: int):
             for bank in range(4):
                 scratch_state[0, bank * n + rid] = 0
         cuda.syncthreads()
-        hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, scan, tid, nthreads, False)
+        hash_insert_dev(cache_index, rid, dbt, slots, hot, pend, flag, scan, no_cells, tid, nthreads,
+                        False)
         if tid == 0 and flag[0] != 0:
             scratch_state[0, COUNT_GEN * n + rid] = pack_generation_dev(0, True)
 

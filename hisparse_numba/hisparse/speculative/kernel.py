@@ -22,7 +22,7 @@ from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda, jit_kernel
 from ...value_flags import gate_closed_dev
 from ...itemcopy import copy_item_dev, copy_items_flat_dev
-from ..spec_hash import MASK32, hash_insert_dev
+from ..spec_hash import MASK32, SETTLE_CELLS, hash_insert_dev
 from ..spec_state import (COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK,
                           MAX_OCCURRENCES, UNRESOLVED, clock_bits_dev, next_epoch_dev,
                           next_sigma_dev, pack_clock_dev, pack_generation_dev)
@@ -55,7 +55,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                            host_words, dev_words, out, seq_lens, cache_index, cache_policy,
                            scratch_locs, scratch_state, metadata, miss_src, miss_dst, miss_count,
                            counters, flags, claim_keys, claim_first, unique_token, unique_claim,
-                           words_per_item, rid, victims, aux, scan, flag):
+                           words_per_item, rid, victims, aux, scan, flag, cells):
         """The commit of request ``b`` by one whole tile: the committer tile, which waits for the
         tiles stage by stage, or the last tile to arrive, for which every stage is done. Once every
         tile has counted: the mode, and in union mode the victims, which evict their slots' tokens
@@ -150,7 +150,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                 i += 1
         cuda.syncthreads()
         hash_insert_dev(cache_index, rid, device_buffer_tokens, victims, num_victims, aux, flag,
-                        scan, tid, tile, True)
+                        scan, cells, tid, tile, True)
         warps = tile // LANES
         warp = tid // LANES
         lane = tid % LANES
@@ -305,6 +305,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         victims = cuda.shared.array(MAX_OCCURRENCES, np.int16)  # per victim ordinal: its slot, -1 = none yet
         aux = cuda.shared.array(MAX_OCCURRENCES, np.int16)      # walk positions, fallback list, hash-insert state
         flag = cuda.shared.array(2, np.int32)     # hash degraded, a proposal this round
+        cells = cuda.shared.array(SETTLE_CELLS, np.int32)   # the hash inserts' settle table
         claim = cuda.local.array(reps, np.int32)   # claim position of a missed occurrence, or -1
         token = cuda.local.array(reps, np.int32)
         host_src = cuda.local.array(reps, np.int64)   # host location of a missed occurrence
@@ -461,7 +462,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                                cache_index, cache_policy, scratch_locs, scratch_state, metadata,
                                miss_src, miss_dst, miss_count, counters, flags, claim_keys,
                                claim_first, unique_token, unique_claim, words_per_item, rid,
-                               victims, aux, scan, flag)
+                               victims, aux, scan, flag, cells)
 
         # 6. this tile's scratch copies (host -> scratch locations), unless copier tiles take them;
         # a committer tile has none
