@@ -25,16 +25,12 @@ from .device_fns import (EMPTY_KEY, HOT, MISS, NO_OCCURRENCE, PROPOSED, admit_cl
 def count_victims_dev(scratch_state, scratch_locs, rid, row, num_misses, cap, union_mode,
                       compact, known_loc, scan, tid, tile):
     """(first, last + 1) of this thread's misses, and (its first victim ordinal, number of
-    victims) over the misses that need a victim. ``known_loc`` is ``scratch_locs[rid, tid]``,
-    read earlier (in union mode miss ``tid``, the only one of a thread when there are no more
-    misses than threads, needs a victim iff it is >= 0: one load fewer after the wait)."""
+    victims) over the misses that need a victim (``known_loc``: see needs_victim_dev)."""
     u0, u1 = thread_range_dev(num_misses, tid, tile)
     count = 0
     for u in range(u0, u1):
-        if union_mode and u == tid and u < cap:
-            if known_loc >= 0:
-                count += 1
-        elif needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact,
+                            known_loc, tid):
             count += 1
     base, num_victims = block_exclusive_scan_dev(scan, count, tid, tile)
     return u0, u1, base, num_victims
@@ -42,20 +38,30 @@ def count_victims_dev(scratch_state, scratch_locs, rid, row, num_misses, cap, un
 
 @cuda.jit(device=True, inline=True)
 def union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses, cap,
-                      compact, cursor, hot, e_now, emask, victims, aux, flag, u0, u1, base, tid):
+                      compact, cursor, hot, e_now, emask, victims, aux, flag, u0, u1, base,
+                      known_loc, tid):
     """Union mode: sampled CLOCK, COMMIT_CHUNK misses at a time as in sglang's commit block:
     miss u samples its own partition of the ring (disjoint between misses); then thread 0
     runs the chunk's fallbacks (aux[u] = victim ordinal, -1 when u has its victim), whose
     stamps the next chunk's samples see. Every miss samples once before the first chunk, so
     that all the loads are in flight together: a chunk's own stamps fall in its own
     partitions, so only a fallback (which may stamp any slot) makes the later chunks sample
-    again."""
+    again. When no sample came back empty there is no fallback at all, and every miss stamps
+    its victim at once."""
     i = base
+    empty = 0
     for u in range(u0, u1):
-        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact):
+        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact,
+                            known_loc, tid):
             victims[i] = union_victim_dev(cache_policy, row, u, num_misses, cursor, hot, e_now,
                                           emask)
+            if victims[i] < 0:
+                empty = 1
             i += 1
+    if not cuda.syncthreads_or(empty):
+        for j in range(base, i):
+            cache_policy[row, victims[j]] = e_now
+        return
     resample = False         # a fallback has stamped: the samples taken above may be stale
     lo = np.int64(0)
     while lo < num_misses:
@@ -63,7 +69,8 @@ def union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_m
         clear_round_flag_dev(flag, tid)
         i = base
         for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, True, compact,
+                                known_loc, tid):
                 if u >= lo and u < hi:
                     best = np.int64(victims[i])
                     if resample:
@@ -90,7 +97,7 @@ def union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_m
 @cuda.jit(device=True, inline=True)
 def approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses,
                             cap, compact, cursor, hot, e_now, victims, aux, flag, u0, u1, base,
-                            t, tid):
+                            t, known_loc, tid):
     """Approximate mode: walks in rounds. aux[i] is where miss i's walk stands (-1: ended). A
     proposal writes PROPOSED + unique_idx into the slot's epoch with atomic.min, so the
     smallest unique_idx wins; the winner then stamps E. Then the fallback: thread 0 probes
@@ -98,7 +105,8 @@ def approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
     needs none)."""
     i = base
     for u in range(u0, u1):
-        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
+        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact,
+                            known_loc, tid):
             victims[i] = -1
             linear = u - cap if u >= cap else u     # reference: approximate_walk
             aux[i] = linear if linear < hot else -1
@@ -108,7 +116,8 @@ def approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
         clear_round_flag_dev(flag, tid)
         i = base
         for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact,
+                                known_loc, tid):
                 if victims[i] < 0 and aux[i] >= 0:
                     approximate_propose_dev(cache_policy, row, aux, i, u, num_misses, cap,
                                             hot, e_now, flag)
@@ -118,7 +127,8 @@ def approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
             break
         i = base
         for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact,
+                                known_loc, tid):
                 if victims[i] < 0 and aux[i] >= 0:
                     slot = approximate_candidate_dev(np.int64(aux[i]), e_now, hot)
                     if load_coherent_dev(cache_policy, (row, slot)) == PROPOSED + u:
@@ -130,7 +140,8 @@ def approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
     i = base
     for u in range(u0, u1):
         aux[u] = -1
-        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact):
+        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, False, compact,
+                            known_loc, tid):
             if victims[i] < 0:
                 aux[u] = i
                 flag[1] = 1
@@ -199,11 +210,13 @@ def index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_to
 
 @cuda.jit(device=True, inline=True)
 def evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
-                      scratch_locs, victims, rid, row, cap, union_mode, compact, u0, u1, base):
+                      scratch_locs, victims, rid, row, cap, union_mode, compact, u0, u1, base,
+                      known_loc, tid):
     """evict_victim_dev for this thread's misses that need a victim."""
     i = base
     for u in range(u0, u1):
-        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+        if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact,
+                            known_loc, tid):
             evict_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, victims, i,
                              rid)
             i += 1

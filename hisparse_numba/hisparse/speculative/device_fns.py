@@ -186,10 +186,16 @@ def admit_claimed_dev(scratch_state, row, compact, num_scratch, budget, scan, ti
 
 
 @cuda.jit(device=True, inline=True)
-def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+def needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact,
+                     known_loc, tid):
+    """Whether miss ``u`` takes a hot slot (reference: ``needs_victim``). ``known_loc`` is
+    ``scratch_locs[rid, tid]``, read by this thread before the commit began: with no more misses
+    than threads, miss ``tid`` is the thread's only one, and the test needs no load after a wait.
+    (Only promotion changes a scratch location, and it tests ``u`` before it promotes ``u``.)"""
     if u >= cap:
         return True
-    if scratch_locs[rid, u] < 0:
+    loc = known_loc if u == tid else scratch_locs[rid, u]
+    if loc < 0:
         return False
     return union_mode or (scratch_state[row, compact + u] & ADMIT_BIT) != 0
 

@@ -103,9 +103,10 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                                                           known_loc, scan, tid, tile)
             union_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row, num_misses, cap,
                               compact, cursor, hot, e_now, emask, victims, aux, flag, u0, u1, base,
-                              tid)
+                              known_loc, tid)
             evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
-                              scratch_locs, victims, rid, row, cap, True, compact, u0, u1, base)
+                              scratch_locs, victims, rid, row, cap, True, compact, u0, u1, base,
+                              known_loc, tid)
         # every tile has numbered its misses; the copier tiles, if any, index them, and then the
         # wait for the arrivals below covers the numbering too (a tile arrives after numbering)
         if copiers == 0:
@@ -134,16 +135,18 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                                                           known_loc, scan, tid, tile)
             approximate_victims_dev(cache_policy, scratch_state, scratch_locs, rid, row,
                                     num_misses, cap, compact, cursor, hot, e_now, victims, aux,
-                                    flag, u0, u1, base, t, tid)
+                                    flag, u0, u1, base, t, known_loc, tid)
             evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
-                              scratch_locs, victims, rid, row, cap, False, compact, u0, u1, base)
+                              scratch_locs, victims, rid, row, cap, False, compact, u0, u1, base,
+                              known_loc, tid)
         # each miss takes its victim's slot: its token enters the slot (and ``scan``, for the
         # hash), then promotion (zero-copy) or direct overflow in place; one pass, so that the
         # loads of both are in flight together
         cuda.syncthreads()
         i = base
         for u in range(u0, u1):
-            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact):
+            if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact,
+                                known_loc, tid):
                 take_slot_dev(device_buffer_tokens, unique_token, victims, scan, i, u, b, t, rid)
                 promote_victim_dev(device_buffer_locs, scratch_locs, scratch_state, metadata,
                                    victims, i, u, rid, row, index, compact, cap, sigma)
