@@ -145,13 +145,13 @@ def thread_range_dev(n, tid, nthreads):
 
 
 @cuda.jit(device=True, inline=True)
-def bucket_entry_dev(rid, dbt, slots, tokens, i, bank, mask):
-    """(bucket in ``bank``, packed entry) of item ``i``: the token hot slot ``slots[i]`` holds,
-    kept in ``tokens[i]`` (shared) for the first ``len(tokens)`` items, else read from ``dbt``."""
+def bucket_entry_dev(rid, dbt, slots, tokens, i, mask):
+    """(bank-0 bucket, bank-1 bucket, packed entry) of item ``i``: the token hot slot ``slots[i]``
+    holds, kept in ``tokens[i]`` (shared) for the first ``len(tokens)`` items, else read from
+    ``dbt``."""
     s = np.int64(slots[i])
     tok = np.int64(tokens[i]) if i < tokens.shape[0] else np.int64(dbt[rid, s])
-    b = h0_dev(tok, mask) if bank == 0 else h1_dev(tok, mask)
-    return b, (s << 32) | tok
+    return h0_dev(tok, mask), h1_dev(tok, mask), (s << 32) | tok
 
 
 @cuda.jit(device=True, inline=True)
@@ -199,25 +199,40 @@ SETTLE_CELLS = 2048     # cells of a shared settle table: rounds of up to 1024 i
 
 
 @cuda.jit(device=True, inline=True)
-def bank_rounds_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, mask, stage, tid,
-                         nthreads):
-    """One of the four passes that run both banks' rounds, then a barrier. Bank 1 is not written
-    during bank 0's round, so its snapshot can be taken with bank 0's, and an entry that knows it
-    is left over from bank 0 (its bucket was taken, or it lost the race) offers itself to bank 1
-    at once. Stage 0: snapshot both buckets (RACE0: bank 0's is free; FREE1: bank 1's is);
-    stage 1: offer to bank 0 (``atomic.max``), or to bank 1 (RACE1) when bank 0's was taken;
-    stage 2: settle bank 0 (placed, or a loser offers to bank 1); stage 3: settle bank 1."""
+def snapshot_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, offer, tid,
+                      nthreads):
+    """Both buckets of every pending item read at once (RACE0: bank 0's is free; FREE1: bank 1's
+    is); with ``offer``, a free bank-0 bucket is offered to the settle table ``cells``. Then a
+    barrier. Bank 1 is not written during bank 0's round, so this one snapshot serves both."""
     i = tid
     while i < n_items:
         state = pend[i]
         if state & PENDING:
-            b0, e = bucket_entry_dev(rid, dbt, slots, tokens, i, 0, mask)
-            b1, _ = bucket_entry_dev(rid, dbt, slots, tokens, i, 1, mask)
-            if stage == 0:
-                c0 = cache_index[rid, 0, b0]     # both buckets read at once: one latency
-                c1 = cache_index[rid, 1, b1]
-                state |= (RACE0 if c0 < 0 else 0) | (FREE1 if c1 < 0 else 0)
-            elif stage == 1:
+            b0, b1, _ = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
+            c0 = cache_index[rid, 0, b0]     # both buckets read at once: one latency
+            c1 = cache_index[rid, 1, b1]
+            state |= (RACE0 if c0 < 0 else 0) | (FREE1 if c1 < 0 else 0)
+            if offer and state & RACE0:
+                settle_offer_dev(cells, b0, slots[i])
+            pend[i] = state
+        i += nthreads
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True, inline=True)
+def bank_rounds_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, mask, stage, tid,
+                         nthreads):
+    """Stage 1, 2 or 3 of the racing rounds (snapshot_pass_dev was the first), then a barrier. An
+    entry that knows it is left over from bank 0 (its bucket was taken, or it lost the race)
+    offers itself to bank 1 at once. Stage 1: offer to bank 0 (``atomic.max``), or to bank 1
+    (RACE1) when bank 0's was taken; stage 2: settle bank 0 (placed, or a loser offers to bank 1);
+    stage 3: settle bank 1."""
+    i = tid
+    while i < n_items:
+        state = pend[i]
+        if state & PENDING:
+            b0, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
+            if stage == 1:
                 if state & RACE0:
                     cuda.atomic.max(cache_index, (rid, 0, b0), e)
                 elif state & FREE1:
@@ -286,25 +301,13 @@ def settle_rounds_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells
     bank 0 when its bucket is free; pass 2: bank 0's winners are placed, the others whose bank-1
     bucket is free race there (bank 1 is not written in bank 0's round, so the snapshot holds);
     pass 3: offer to bank 1; pass 4: bank 1's winners are placed. Each pass ends with a barrier."""
+    snapshot_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, True, tid,
+                      nthreads)
     i = tid
     while i < n_items:
         state = pend[i]
         if state & PENDING:
-            b0, _ = bucket_entry_dev(rid, dbt, slots, tokens, i, 0, mask)
-            b1, _ = bucket_entry_dev(rid, dbt, slots, tokens, i, 1, mask)
-            c0 = cache_index[rid, 0, b0]     # both buckets read at once: one latency
-            c1 = cache_index[rid, 1, b1]
-            state |= (RACE0 if c0 < 0 else 0) | (FREE1 if c1 < 0 else 0)
-            if state & RACE0:
-                settle_offer_dev(cells, b0, slots[i])
-            pend[i] = state
-        i += nthreads
-    cuda.syncthreads()
-    i = tid
-    while i < n_items:
-        state = pend[i]
-        if state & PENDING:
-            b0, e = bucket_entry_dev(rid, dbt, slots, tokens, i, 0, mask)
+            b0, _, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
             if state & RACE0 and settle_winner_dev(cells, b0) == slots[i]:
                 cache_index[rid, 0, b0] = e
                 state = 0
@@ -320,7 +323,7 @@ def settle_rounds_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells
         while i < n_items:
             state = pend[i]
             if state & RACE1:
-                b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, 1, mask)
+                _, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
                 if stage == 0:
                     settle_offer_dev(cells, b1, slots[i])
                 elif settle_winner_dev(cells, b1) == slots[i]:
@@ -328,6 +331,31 @@ def settle_rounds_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells
                     pend[i] = 0
             i += nthreads
         cuda.syncthreads()
+
+
+@cuda.jit(device=True, inline=True)
+def cuckoo_dev(cache_index, rid, e, mask):
+    """_cuckoo_reference on the device (one thread): False when entry ``e``, or one it displaced,
+    found no bucket in MAX_KICKS kicks (that entry is dropped)."""
+    for kick in range(MAX_KICKS):
+        tok = e & 0xFFFFFFFF
+        b0 = h0_dev(tok, mask)
+        b1 = h1_dev(tok, mask)
+        c0 = cache_index[rid, 0, b0]    # both buckets read at once: one latency
+        c1 = cache_index[rid, 1, b1]
+        if c0 < 0:
+            cache_index[rid, 0, b0] = e
+            return True
+        if c1 < 0:
+            cache_index[rid, 1, b1] = e
+            return True
+        if kick % 2 == 0:
+            cache_index[rid, 0, b0] = e
+            e = c0
+        else:
+            cache_index[rid, 1, b1] = e
+            e = c1
+    return False
 
 
 @cuda.jit(device=True, inline=True)
@@ -356,7 +384,9 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, cel
         settle_rounds_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, tid,
                           nthreads)
     else:
-        for stage in range(4):
+        snapshot_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, False,
+                          tid, nthreads)
+        for stage in range(1, 4):
             bank_rounds_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, mask, stage,
                                  tid, nthreads)
     # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
@@ -380,28 +410,6 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, cel
                 i = scan[j] if listed else j
                 if pend[i] != 0:
                     s = np.int64(slots[i])
-                    e = (s << 32) | np.int64(dbt[rid, s])
-                    placed = False
-                    for kick in range(MAX_KICKS):
-                        tok = e & 0xFFFFFFFF
-                        b0 = h0_dev(tok, mask)
-                        b1 = h1_dev(tok, mask)
-                        c0 = cache_index[rid, 0, b0]    # both buckets read at once: one latency
-                        c1 = cache_index[rid, 1, b1]
-                        if c0 < 0:
-                            cache_index[rid, 0, b0] = e
-                            placed = True
-                            break
-                        if c1 < 0:
-                            cache_index[rid, 1, b1] = e
-                            placed = True
-                            break
-                        if kick % 2 == 0:
-                            cache_index[rid, 0, b0] = e
-                            e = c0
-                        else:
-                            cache_index[rid, 1, b1] = e
-                            e = c1
-                    if not placed:
+                    if not cuckoo_dev(cache_index, rid, (s << 32) | np.int64(dbt[rid, s]), mask):
                         flag[0] = 1
     cuda.syncthreads()

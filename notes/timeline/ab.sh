@@ -2,38 +2,45 @@
 # One device call (`run` with carry [".whl", ".final"]): `bash notes/timeline/ab.sh NEW OLD [tests]`.
 # NEW and OLD are package copies in .final/NEW/hisparse_numba and .final/OLD/hisparse_numba
 # (`git archive <commit> hisparse_numba | tar -x -C .final/<name>`). With "tests", the working
-# tree's speculative tests run first with the simulator off (8 workers, about 130-210 s); then,
-# with nothing else on the GPU, `bench spec --batches 64 8 1` of both copies: a cold round in
-# parallel, then warm rounds one at a time, each inside its copy's folder (`python -m` puts the
-# current directory first on sys.path). About 150 s without the tests.
+# tree's speculative tests run with the simulator off (8 workers, 130-330 s) beside the cold round
+# of `bench spec --batches 64 8 1` of both copies (the compiles; its figures do not count); then,
+# with nothing else on the GPU, warm rounds one at a time, each inside its copy's folder
+# (`python -m` puts the current directory first on sys.path). About 150 s without the tests.
+# Environment: TEST_FILES (the test files), COLD (the cold round's timeout, 300 s), DEADLINE (no
+# warm round starts after it, 500 s).
 set -u
 NEW=$1 OLD=$2 TESTS=${3:-}
+DEADLINE=${DEADLINE:-500}     # no warm round starts after this many seconds
+COLD=${COLD:-300}             # the cold round's timeout
+TEST_FILES=${TEST_FILES:-"tests/hisparse/test_speculative_random.py tests/hisparse/test_spec_state.py tests/hisparse/test_speculative.py
+  tests/hisparse/test_spec_victims.py tests/hisparse/test_fuzz_speculative.py tests/hisparse/test_speculative_checks.py
+  tests/hisparse/test_spec_hash.py tests/hisparse/test_spec_specialisations.py"}
 T0=$SECONDS
 R=$PWD
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > $OUT/pip.txt 2>&1
 export HISPARSE_NUMBA_BACKEND=cuda PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 if [ "$TESTS" = tests ]; then
-  PYTHONPATH=/tmp/site:$R NUMBA_CACHE_DIR=$R/build/ktests timeout 250 python3 -m pytest -q -p no:cacheprovider -n 8 --durations=4 \
-    tests/hisparse/test_speculative_random.py tests/hisparse/test_spec_state.py tests/hisparse/test_speculative.py \
-    tests/hisparse/test_spec_victims.py tests/hisparse/test_fuzz_speculative.py tests/hisparse/test_speculative_checks.py \
-    tests/hisparse/test_spec_hash.py tests/hisparse/test_spec_specialisations.py > $OUT/tests.txt 2>&1
-  echo "tests rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt
-  sleep 2
+  ( PYTHONPATH=/tmp/site:$R NUMBA_CACHE_DIR=$R/build/ktests timeout 330 python3 -m pytest -q -p no:cacheprovider -n 8 --durations=4 \
+    $TEST_FILES > $OUT/tests.txt 2>&1
+    echo "tests rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt ) & PT=$!
 fi
 run() {
   local name=$1 tmo=$2 tag=$3 root=$R/.final/$1
   ( cd $root && PYTHONPATH=/tmp/site:$root python3 -c "import hisparse_numba as h; print(h.__file__)" > $OUT/$name-$tag.txt 2>&1 && PYTHONPATH=/tmp/site:$root NUMBA_CACHE_DIR=$R/build/k$name timeout $tmo python3 -m hisparse_numba bench spec --batches 64 8 1 --variants spec_1_full >> $OUT/$name-$tag.txt 2>&1 )
   echo "$name $tag rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt
 }
-run $NEW 150 r1 & P1=$!
-run $OLD 150 r1 & P2=$!
-wait $P1 $P2
+# the cold round compiles (its figures are not comparable when the tests run beside it)
+run $NEW $COLD r1 & P1=$!
+run $OLD $COLD r1 & P2=$!
+wait $P1 $P2 ${PT:-}
+sleep 2
 for tag in r2 r3 r4; do
   for n in $NEW $OLD; do
-    [ $((SECONDS-T0)) -gt 480 ] && break 2
-    run $n 40 $tag
+    [ $((SECONDS-T0)) -gt $DEADLINE ] && break 2
+    run $n 45 $tag
   done
 done
 ( cd $OUT && for f in *-r*.txt; do echo "== $f"; grep -E "hisparse_numba/__init__|spec_1_full" $f | head -6; done > summary.txt
-  [ -f tests.txt ] && tail -6 tests.txt >> summary.txt; cat log.txt >> summary.txt )
+  [ -f tests.txt ] && { grep -E "^FAILED|^ERROR" tests.txt | head -20; tail -6 tests.txt; } >> summary.txt
+  cat log.txt >> summary.txt; rm -f pip.txt )
 cat $OUT/summary.txt

@@ -5,7 +5,8 @@ minute): ``HISPARSE_NUMBA_BACKEND=simulator python notes/timeline/leftovers.py``
 The speculative kernel runs the leftovers' cuckoo on one thread (about 0.2-0.5 us a kick on the
 H200), so these calls are a cycle's slow ones; a timeline that prints medians does not show them
 (``tl_run.py`` prints every call as well). Sequences: the timeline's (24 selections, 3 cycles) and
-the bench's (28 selections, 6 cycles)."""
+the bench's (28 selections, 6 cycles). It also says which calls the parallel chains tried in
+session 19 would have run in parallel (no bucket read by two chains)."""
 import numpy as np
 
 from hisparse_numba.bench.spec import (HOT, ITEM_WORDS, MISS_ADVANCE, MISS_PER_STEP, NUM_STEPS, PAGE,
@@ -14,7 +15,7 @@ from hisparse_numba.hisparse import spec_hash
 from hisparse_numba.hisparse.spec_examples import host_copy, make_spec_problem, set_selection
 import hisparse_numba.hisparse.speculative.reference as R
 
-calls_seen = []          # per call: (leftovers, kicks)
+calls_seen = []          # per call: (leftovers, kicks, the parallel chains' longest or -1)
 
 
 def counting_insert(bank0, bank1, entries):
@@ -30,6 +31,7 @@ def counting_insert(bank0, bank1, entries):
         for b, e in best.items():
             bank[b] = e
         pending = [e for e in pending if bank[hfun(e & spec_hash.MASK32, mask)] != e]
+    parallel = parallel_chains(bank0, bank1, pending, mask)
     kicks, degraded = 0, False
     for e in pending:
         for kick in range(spec_hash.MAX_KICKS):
@@ -48,8 +50,30 @@ def counting_insert(bank0, bank1, entries):
                 e, bank1[b1] = int(bank1[b1]), e
         else:
             degraded = True
-    calls_seen.append((len(pending), kicks))
+    calls_seen.append((len(pending), kicks, parallel))
     return degraded
+
+
+def parallel_chains(bank0, bank1, pending, mask):
+    """What the parallel chains (``chains_dev``) would do with these leftovers: the longest
+    chain's kicks when no two chains read a common bucket, else -1 (thread 0 takes over)."""
+    owner, longest = {}, 0
+    for j, e in enumerate(pending):
+        own = {}
+        for kick in range(spec_hash.MAX_KICKS):
+            tok = e & spec_hash.MASK32
+            k0, k1 = (0, spec_hash.h0(tok, mask)), (1, spec_hash.h1(tok, mask))
+            c0 = own.get(k0, int(bank0[k0[1]]))
+            c1 = own.get(k1, int(bank1[k1[1]]))
+            for key in (k0,) if c0 < 0 else (k0, k1):
+                if owner.setdefault(key, j) != j:
+                    return -1
+            if c0 < 0 or c1 < 0:
+                break
+            own[k0 if kick % 2 == 0 else k1] = e
+            e = c0 if kick % 2 == 0 else c1
+        longest = max(longest, kick + 1)
+    return longest
 
 
 R.hash_insert_reference = counting_insert
@@ -65,8 +89,13 @@ for calls, cycles, spare in ((24, 3, 1), (28, 6, 0)):
     for k in range(cycles * calls):
         ref["top_k_tokens"][...] = sel[k % calls]
         R.load_cache_to_device_buffer_spec_mla_reference(**ref)
-    left, kicks = np.array(calls_seen).T
+    left, kicks, parallel = np.array(calls_seen).T
     print(f"{calls} selections: kicks per call {kicks.tolist()}")
+    print(f"  parallel chains (longest chain's kicks, -1: a common bucket) {parallel.tolist()}")
     for c in range(cycles):
         part = slice(c * calls, (c + 1) * calls)
-        print(f"  cycle {c}: mean leftovers {left[part].mean():.2f}, mean kicks {kicks[part].mean():.2f}")
+        took = left[part] > 0
+        ok = took & (parallel[part] >= 0)
+        print(f"  cycle {c}: mean leftovers {left[part].mean():.2f}, mean kicks {kicks[part].mean():.2f};"
+              f" calls with leftovers {took.sum()}, run in parallel {ok.sum()} (their kicks"
+              f" {kicks[part][ok].sum()} serial, {parallel[part][ok].sum()} parallel)")

@@ -9,7 +9,7 @@ import pytest
 
 from hisparse_numba import device
 from hisparse_numba.device import cuda
-from hisparse_numba.hisparse.spec_hash import hash_insert_dev, hash_insert_reference
+from hisparse_numba.hisparse.spec_hash import SETTLE_CELLS, hash_insert_dev, hash_insert_reference
 
 THREADS = 16
 MAX_ITEMS = 32
@@ -40,7 +40,8 @@ def _insert_kernel(num_cells: int):
     return insert
 
 
-@pytest.mark.parametrize("num_cells", [2 * MAX_ITEMS, 1], ids=["shared-settle", "racing-rounds"])
+@pytest.mark.parametrize("num_cells", [SETTLE_CELLS, 2 * MAX_ITEMS, 1],
+                         ids=["shared-settle", "small-table", "racing-rounds"])
 @pytest.mark.parametrize("bank_size, n_items", [(16, 12), (8, 9), (64, 32), (4, 20)])
 def test_hash_insert_dev_equals_reference(rng, num_cells, bank_size, n_items):
     hot = 48
