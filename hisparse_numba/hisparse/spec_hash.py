@@ -321,8 +321,7 @@ def settle_rounds_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells
     for stage in range(2):
         i = tid
         while i < n_items:
-            state = pend[i]
-            if state & RACE1:
+            if pend[i] & RACE1:
                 _, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
                 if stage == 0:
                     settle_offer_dev(cells, b1, slots[i])
