@@ -55,8 +55,9 @@ def counting_insert(bank0, bank1, entries):
 
 
 def parallel_chains(bank0, bank1, pending, mask):
-    """What the parallel chains (``chains_dev``) would do with these leftovers: the longest
-    chain's kicks when no two chains read a common bucket, else -1 (thread 0 takes over)."""
+    """What the parallel chains (``chains_dev`` in parallel-cuckoo.patch) would do with these
+    leftovers: the longest chain's kicks when no two chains read a common bucket, else -1 (thread
+    0 takes over)."""
     owner, longest = {}, 0
     for j, e in enumerate(pending):
         own = {}
