@@ -11,8 +11,8 @@ goes to the largest competing entry; whatever is left is cuckoo-inserted one by 
 thread 0 (at most ``MAX_KICKS`` displacements, alternating banks; a failure drops the displaced
 entry and sets HASH_DEGRADED, after which lookups fall back to a linear scan of the H slots). The
 device settles each round's contention in a shared table when the items fit (one read of the banks,
-then plain stores: the speculative commit), else by ``atomic.max`` on the banks themselves (the
-initialiser).
+one table for both banks' rounds, then plain stores: the speculative commit), else by
+``atomic.max`` on the banks themselves (the initialiser).
 
 Reference functions first, then their device versions. Used by ``spec_state.py`` (the
 initialiser) and the speculative swap-in; lessons 01, 03, 04 and 08 run both.
@@ -196,6 +196,16 @@ def hash_erase_dev(cache_index, rid, token, slot):
 RACE0, FREE1, RACE1, PENDING = 1, 2, 4, 8   # bits of an item's state in pend (hash_insert_dev)
 SLOT_BITS = 15          # a hot slot is < MAX_HOT_BUFFER_SIZE = 2^15
 SETTLE_CELLS = 2048     # cells of a shared settle table: rounds of up to 1024 items
+SETTLE_MAX_BANK = 1 << 15   # a settle key (bank, bucket) and a slot fit 31 bits up to this bank size
+
+
+@cuda.jit(device=True, inline=True)
+def stage_item_dev(pend, tokens, i, slot, token):
+    """Item ``i`` before the rounds: pending when it has a slot, its token kept in ``tokens``
+    (shared) when ``i < len(tokens)``."""
+    pend[i] = PENDING if slot >= 0 else 0
+    if slot >= 0 and i < tokens.shape[0]:
+        tokens[i] = token
 
 
 @cuda.jit(device=True, inline=True)
@@ -213,7 +223,7 @@ def snapshot_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells
             c1 = cache_index[rid, 1, b1]
             state |= (RACE0 if c0 < 0 else 0) | (FREE1 if c1 < 0 else 0)
             if offer and state & RACE0:
-                settle_offer_dev(cells, b0, slots[i])
+                settle_offer_dev(cells, 0, b0, mask, slots[i])
             pend[i] = state
         i += nthreads
     cuda.syncthreads()
@@ -222,11 +232,13 @@ def snapshot_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells
 @cuda.jit(device=True, inline=True)
 def bank_rounds_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, mask, stage, tid,
                          nthreads):
-    """Stage 1, 2 or 3 of the racing rounds (snapshot_pass_dev was the first), then a barrier. An
-    entry that knows it is left over from bank 0 (its bucket was taken, or it lost the race)
-    offers itself to bank 1 at once. Stage 1: offer to bank 0 (``atomic.max``), or to bank 1
-    (RACE1) when bank 0's was taken; stage 2: settle bank 0 (placed, or a loser offers to bank 1);
-    stage 3: settle bank 1."""
+    """Stage 1, 2 or 3 of the racing rounds (snapshot_pass_dev was the first). An entry that
+    knows it is left over from bank 0 (its bucket was taken, or it lost the race) offers itself to
+    bank 1 at once. Stage 1: offer to bank 0 (``atomic.max``), or to bank 1 (RACE1) when bank 0's
+    was taken; stage 2: settle bank 0 (placed, or a loser offers to bank 1); stage 3: settle bank
+    1. Returns 1 when any of this thread's items is still pending, else 0; the caller's barrier
+    follows."""
+    left = 0
     i = tid
     while i < n_items:
         state = pend[i]
@@ -249,43 +261,54 @@ def bank_rounds_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, ma
                 if cache_index[rid, 1, b1] == e:
                     state = 0
             pend[i] = state
+            if state != 0:
+                left = 1
         i += nthreads
-    cuda.syncthreads()
+    return left
 
 
 @cuda.jit(device=True, inline=True)
-def settle_offer_dev(cells, bucket, slot):
-    """Offer hot slot ``slot`` for ``bucket`` (< 2^16) in the shared open-addressing table
-    ``cells`` (a power of two of int32; a cell packs ``(bucket << SLOT_BITS) | slot``, -1 empty).
-    The bucket's cell keeps the largest slot offered: the largest entry, since the slot is an
-    entry's high word and no two items share a slot."""
-    mask = cells.shape[0] - 1
-    c = bucket & mask
-    packed = np.int32((bucket << SLOT_BITS) | slot)
+def settle_cell_dev(cells, bank, bucket, mask):
+    """(home cell, key) of bucket ``bucket`` of ``bank`` in the settle table ``cells``: the key is
+    the bucket's index in the flattened banks, ``bank * (mask + 1) + bucket``; bank 1's buckets
+    start half a table further on, so that the same bucket of both banks has different homes."""
+    return ((bucket + bank * (cells.shape[0] >> 1)) & (cells.shape[0] - 1),
+            bank * (mask + 1) + bucket)
+
+
+@cuda.jit(device=True, inline=True)
+def settle_offer_dev(cells, bank, bucket, mask, slot):
+    """Offer hot slot ``slot`` for ``bucket`` of ``bank`` in the shared open-addressing table
+    ``cells`` (a power of two of int32; a cell packs ``(key << SLOT_BITS) | slot``, -1 empty; the
+    key is below ``2 * SETTLE_MAX_BANK``). The key's cell keeps the largest slot offered: the
+    largest entry, since the slot is an entry's high word and no two items share a slot."""
+    c, key = settle_cell_dev(cells, bank, bucket, mask)
+    packed = np.int32((key << SLOT_BITS) | slot)
     while True:
         k = cells[c]
         if k == -1:
             k = cuda.atomic.cas(cells, c, np.int32(-1), packed)
             if k == -1:
                 return
-        if (k >> SLOT_BITS) == bucket:
+        if (k >> SLOT_BITS) == key:
             cuda.atomic.max(cells, c, packed)
             return
-        c = (c + 1) & mask
+        c = (c + 1) & (cells.shape[0] - 1)
 
 
 @cuda.jit(device=True, inline=True)
-def settle_winner_dev(cells, bucket):
-    """The slot that won ``bucket`` in ``cells`` (offered to before the last barrier)."""
-    mask = cells.shape[0] - 1
-    c = bucket & mask
-    while (cells[c] >> SLOT_BITS) != bucket:
-        c = (c + 1) & mask
+def settle_winner_dev(cells, bank, bucket, mask):
+    """The slot that won ``bucket`` of ``bank`` in ``cells`` (offered to before the last
+    barrier)."""
+    c, key = settle_cell_dev(cells, bank, bucket, mask)
+    while (cells[c] >> SLOT_BITS) != key:
+        c = (c + 1) & (cells.shape[0] - 1)
     return cells[c] & ((1 << SLOT_BITS) - 1)
 
 
 @cuda.jit(device=True, inline=True)
 def clear_cells_dev(cells, tid, nthreads):
+    """Empty the settle table (visible after the caller's next barrier)."""
     j = tid
     while j < cells.shape[0]:
         cells[j] = -1
@@ -295,41 +318,44 @@ def clear_cells_dev(cells, tid, nthreads):
 @cuda.jit(device=True, inline=True)
 def settle_rounds_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, tid,
                       nthreads):
-    """Both banks' rounds, their contention settled in ``cells`` (cleared before the caller's
-    last barrier): one read of both buckets per item, then shared atomics, then the winners' plain
-    stores (only this block writes the request's banks). Pass 1: snapshot both buckets, offer to
-    bank 0 when its bucket is free; pass 2: bank 0's winners are placed, the others whose bank-1
-    bucket is free race there (bank 1 is not written in bank 0's round, so the snapshot holds);
-    pass 3: offer to bank 1; pass 4: bank 1's winners are placed. Each pass ends with a barrier."""
+    """Both banks' rounds, their contention settled in the one table ``cells``, whose keys tell
+    the banks apart: one read of both buckets per item, then shared atomics, then the winners'
+    plain stores (only this block writes the request's banks). Pass 1: snapshot both buckets,
+    offer to bank 0 when its bucket is free; pass 2: bank 0's winners are placed, and the others
+    whose bank-1 bucket is free offer there (bank 1 is not written in bank 0's round, so the
+    snapshot holds); pass 3: bank 1's winners are placed. Passes 1 and 2 end with a barrier; pass
+    3 returns 1 when any of this thread's items is still pending (else 0), for the caller's
+    barrier."""
     snapshot_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, True, tid,
                       nthreads)
     i = tid
     while i < n_items:
         state = pend[i]
         if state & PENDING:
-            b0, _, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
-            if state & RACE0 and settle_winner_dev(cells, b0) == slots[i]:
+            b0, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
+            if state & RACE0 and settle_winner_dev(cells, 0, b0, mask) == slots[i]:
                 cache_index[rid, 0, b0] = e
                 state = 0
             elif state & FREE1:
+                settle_offer_dev(cells, 1, b1, mask, slots[i])
                 state |= RACE1
             pend[i] = state
         i += nthreads
     cuda.syncthreads()
-    clear_cells_dev(cells, tid, nthreads)
-    cuda.syncthreads()
-    for stage in range(2):
-        i = tid
-        while i < n_items:
-            if pend[i] & RACE1:
-                _, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
-                if stage == 0:
-                    settle_offer_dev(cells, b1, slots[i])
-                elif settle_winner_dev(cells, b1) == slots[i]:
-                    cache_index[rid, 1, b1] = e
-                    pend[i] = 0
-            i += nthreads
-        cuda.syncthreads()
+    left = 0
+    i = tid
+    while i < n_items:
+        state = pend[i]
+        if state & RACE1:
+            _, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
+            if settle_winner_dev(cells, 1, b1, mask) == slots[i]:
+                cache_index[rid, 1, b1] = e
+                state = 0
+                pend[i] = 0
+        if state != 0:
+            left = 1
+        i += nthreads
+    return left
 
 
 @cuda.jit(device=True, inline=True)
@@ -359,45 +385,50 @@ def cuckoo_dev(cache_index, rid, e, mask):
 
 @cuda.jit(device=True, inline=True)
 def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, cells, tid, nthreads,
-                    scan_holds_tokens):
+                    staged):
     """Insert ``(slots[i] << 32) | dbt[rid, slots[i]]`` for every ``i < n_items`` with
-    ``slots[i] >= 0`` (rounds of the module docstring). ``pend`` is a scratch shared array of
-    ``n_items``, ``scan`` a shared int32 array of ``nthreads``; ``flag[0]`` is set to 1 by thread 0
-    when the hash degrades. The passes read the tokens of the first ``len(scan)`` items from
-    ``scan``: filled here from ``dbt``, or by the caller when ``scan_holds_tokens``. ``cells``, a
-    shared int32 table (a power of two; length 1 when the kernel has no room for one), settles
-    the rounds when it holds twice the items, every token is in ``scan`` and buckets fit 16 bits;
-    otherwise the rounds race on the banks (bank_rounds_pass_dev)."""
+    ``slots[i] >= 0`` (rounds of the module docstring), ending with a barrier. ``pend`` is a
+    scratch shared array of ``n_items``, ``scan`` a shared int32 array of ``nthreads``;
+    ``flag[0]`` is set to 1 by thread 0 when the hash degrades. ``cells``, a shared int32 table (a
+    power of two; length 1 when the kernel has no room for one), settles the rounds when it holds
+    twice the items, every token fits in ``scan`` and the banks have at most ``SETTLE_MAX_BANK``
+    buckets; otherwise the rounds race on the banks (bank_rounds_pass_dev). With ``staged``, the
+    caller has already run stage_item_dev on every item (the tokens of the first ``len(scan)``
+    items are in ``scan``) and cleared ``cells``, followed by a barrier: the commit does that in
+    the pass that writes the tokens into their slots, which saves a pass and a barrier here."""
     mask = cache_index.shape[2] - 1
-    settle = 2 * n_items <= cells.shape[0] and n_items <= scan.shape[0] and mask < (1 << 16)
-    i = tid
-    while i < n_items:
-        pend[i] = PENDING if slots[i] >= 0 else 0
-        if slots[i] >= 0 and i < scan.shape[0] and not scan_holds_tokens:
-            scan[i] = dbt[rid, slots[i]]
-        i += nthreads
+    settle = 2 * n_items <= cells.shape[0] and n_items <= scan.shape[0] and mask < SETTLE_MAX_BANK
+    if not staged:
+        i = tid
+        while i < n_items:
+            s = slots[i]
+            stage_item_dev(pend, scan, i, s, dbt[rid, s] if s >= 0 and i < scan.shape[0] else -1)
+            i += nthreads
+        if settle:
+            clear_cells_dev(cells, tid, nthreads)
+        cuda.syncthreads()
+    left = 0
     if settle:
-        clear_cells_dev(cells, tid, nthreads)
-    cuda.syncthreads()
-    if settle:
-        settle_rounds_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, tid,
-                          nthreads)
+        left = settle_rounds_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask,
+                                 tid, nthreads)
     else:
         snapshot_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, False,
                           tid, nthreads)
         for stage in range(1, 4):
-            bank_rounds_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, mask, stage,
-                                 tid, nthreads)
+            left = bank_rounds_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, mask,
+                                        stage, tid, nthreads)
+            if stage < 3:
+                cuda.syncthreads()
     # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
     # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
-    i0, i1 = thread_range_dev(n_items, tid, nthreads)
-    count = 0
-    for i in range(i0, i1):
-        if pend[i] != 0:
-            count += 1
-    if cuda.syncthreads_or(count):    # none left over is the common case: one barrier
-        k, left = block_exclusive_scan_dev(scan, count, tid, nthreads)
-        listed = left <= nthreads
+    if cuda.syncthreads_or(left):    # none left over is the common case: this barrier ends it
+        i0, i1 = thread_range_dev(n_items, tid, nthreads)
+        count = 0
+        for i in range(i0, i1):
+            if pend[i] != 0:
+                count += 1
+        k, left_over = block_exclusive_scan_dev(scan, count, tid, nthreads)
+        listed = left_over <= nthreads
         if listed:
             for i in range(i0, i1):
                 if pend[i] != 0:
@@ -405,10 +436,10 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, cel
                     k += 1
             cuda.syncthreads()
         if tid == 0:
-            for j in range(left if listed else n_items):
+            for j in range(left_over if listed else n_items):
                 i = scan[j] if listed else j
                 if pend[i] != 0:
                     s = np.int64(slots[i])
                     if not cuckoo_dev(cache_index, rid, (s << 32) | np.int64(dbt[rid, s]), mask):
                         flag[0] = 1
-    cuda.syncthreads()
+        cuda.syncthreads()

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# One device call (`run` with carry [".whl", ".final"]): `bash notes/timeline/ab.sh NEW OLD [tests]`.
-# NEW and OLD are package copies in .final/NEW/hisparse_numba and .final/OLD/hisparse_numba
-# (`git archive <commit> hisparse_numba | tar -x -C .final/<name>`). With "tests", the working
-# tree's speculative tests run with the simulator off (8 workers, 130-330 s) beside the cold round
-# of `bench spec --batches 64 8 1` of both copies (the compiles; its figures do not count); then,
-# with nothing else on the GPU, warm rounds one at a time, each inside its copy's folder
-# (`python -m` puts the current directory first on sys.path). About 150 s without the tests.
-# Environment: TEST_FILES (the test files), COLD (the cold round's timeout, 300 s), DEADLINE (no
-# warm round starts after it, 500 s).
+# One device call (`run` with carry [".whl", ".final"]): `bash notes/timeline/ab.sh COPY... [tests]`.
+# Each COPY is a package copy in .final/COPY/hisparse_numba (`git archive <commit> hisparse_numba |
+# tar -x -C .final/<name>`); two or three fit one call. With "tests" last, the working tree's
+# speculative tests run with the simulator off (8 workers, 130-330 s) beside the cold round of
+# `bench spec --batches 64 8 1` of every copy (the compiles; its figures do not count); then, with
+# nothing else on the GPU, warm rounds one copy at a time, each inside its copy's folder
+# (`python -m` puts the current directory first on sys.path). About 150 s for two copies without
+# the tests, 60-70 s more a copy. Environment: TEST_FILES (the test files), COLD (the cold round's
+# timeout, 300 s), DEADLINE (no warm round starts after it, 500 s).
 set -u
-NEW=$1 OLD=$2 TESTS=${3:-}
+TESTS=
+COPIES=()
+for a in "$@"; do
+  if [ "$a" = tests ]; then TESTS=tests; else COPIES+=("$a"); fi
+done
 DEADLINE=${DEADLINE:-500}     # no warm round starts after this many seconds
 COLD=${COLD:-300}             # the cold round's timeout
 TEST_FILES=${TEST_FILES:-"tests/hisparse/test_speculative_random.py tests/hisparse/test_spec_state.py tests/hisparse/test_speculative.py
@@ -30,17 +34,20 @@ run() {
   echo "$name $tag rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt
 }
 # the cold round compiles (its figures are not comparable when the tests run beside it)
-run $NEW $COLD r1 & P1=$!
-run $OLD $COLD r1 & P2=$!
-wait $P1 $P2 ${PT:-}
+PIDS=()
+for n in "${COPIES[@]}"; do
+  run $n $COLD r1 & PIDS+=($!)
+done
+wait "${PIDS[@]}" ${PT:-}
 sleep 2
 for tag in r2 r3 r4; do
-  for n in $NEW $OLD; do
+  for n in "${COPIES[@]}"; do
     [ $((SECONDS-T0)) -gt $DEADLINE ] && break 2
     run $n 45 $tag
   done
 done
 ( cd $OUT && for f in *-r*.txt; do echo "== $f"; grep -E "hisparse_numba/__init__|spec_1_full" $f | head -6; done > summary.txt
   [ -f tests.txt ] && { grep -E "^FAILED|^ERROR" tests.txt | head -20; tail -6 tests.txt; } >> summary.txt
-  cat log.txt >> summary.txt; rm -f pip.txt )
+  cat log.txt >> summary.txt; rm -f pip.txt
+  for n in "${COPIES[@]}"; do cat $n-r*.txt > $n.txt && rm -f $n-r*.txt; done )   # few files come back
 cat $OUT/summary.txt

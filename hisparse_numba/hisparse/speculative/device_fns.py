@@ -16,7 +16,7 @@ import numpy as np
 from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda
 from ..spec_hash import (KNUTH, MASK32, hash_erase_dev, hash_lookup_dev, knuth_hash_dev,
-                         thread_range_dev)
+                         stage_item_dev, thread_range_dev)
 from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, UNRESOLVED,
                           approximate_candidate_dev)
 
@@ -125,10 +125,13 @@ def claim_token_dev(claim_keys, b, token):
 
 @cuda.jit(device=True, inline=True)
 def publish_dev(flags, b, stage, tile_id, value, tid):
-    """Make this tile's writes visible, then set ``flags[b, stage, tile_id] = value`` (> 0)."""
-    cuda.threadfence()
+    """Make this tile's writes visible, then set ``flags[b, stage, tile_id] = value`` (> 0). The
+    barrier orders every thread's writes before thread 0's fence, whose cumulativity makes them
+    visible to the GPU before the flag: one fence, not one per thread (docs/speculative-swap-in.md,
+    "Waits and fences")."""
     cuda.syncthreads()
     if tid == 0:
+        cuda.threadfence()
         cuda.atomic.exch(flags, (b, stage, tile_id), np.int32(value))
 
 
@@ -136,7 +139,8 @@ def publish_dev(flags, b, stage, tile_id, value, tid):
 def wait_for_tiles_dev(flags, b, stage, num_tiles, tid, num_threads):
     """Spin until tiles ``0 .. num_tiles - 1`` of row ``b`` have published ``stage``; returns this
     thread's share of the sum of ``value - 1`` over them. Only tiles with a smaller ticket are
-    waited for, and they are running or done, so the wait always ends."""
+    waited for, and they are running or done, so the wait always ends. Only the threads that saw
+    a flag fence (acquire), before the barrier that hands what they saw to the block."""
     total = 0
     j = tid
     while j < num_tiles:
@@ -145,7 +149,8 @@ def wait_for_tiles_dev(flags, b, stage, num_tiles, tid, num_threads):
             v = cuda.atomic.add(flags, (b, stage, j), np.int32(0))
         total += v - 1
         j += num_threads
-    cuda.threadfence()
+    if tid < num_tiles:
+        cuda.threadfence()
     cuda.syncthreads()
     return total
 
@@ -308,15 +313,16 @@ def evict_victim_dev(cache_index, device_buffer_tokens, device_buffer_locs, vict
 
 
 @cuda.jit(device=True, inline=True)
-def take_slot_dev(device_buffer_tokens, unique_token, victims, tokens, i, u, b, t, rid):
-    """Miss ``u``'s token enters its victim's slot ``victims[i]`` (if any), and ``tokens[i]``
-    (shared, for the hash insert) for the first ``len(tokens)`` victims."""
+def take_slot_dev(device_buffer_tokens, unique_token, victims, pend, tokens, i, u, b, t, rid):
+    """Miss ``u``'s token enters its victim's slot ``victims[i]`` (if any), and item ``i`` of the
+    hash insert is staged (stage_item_dev: ``pend[i]``, and ``tokens[i]`` for the first
+    ``len(tokens)`` victims)."""
     v = np.int64(victims[i])
+    tok = np.int64(-1)
     if v >= 0:
         tok = load_coherent_dev(unique_token, b * t + u)
         device_buffer_tokens[rid, v] = tok
-        if i < tokens.shape[0]:
-            tokens[i] = tok
+    stage_item_dev(pend, tokens, i, v, tok)
 
 
 @cuda.jit(device=True, inline=True)

@@ -22,7 +22,7 @@ from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda, jit_kernel
 from ...value_flags import gate_closed_dev
 from ...itemcopy import copy_item_dev, copy_items_flat_dev
-from ..spec_hash import MASK32, SETTLE_CELLS, hash_insert_dev
+from ..spec_hash import MASK32, SETTLE_CELLS, clear_cells_dev, hash_insert_dev
 from ..spec_state import (COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK,
                           MAX_OCCURRENCES, UNRESOLVED, clock_bits_dev, next_epoch_dev,
                           next_sigma_dev, pack_clock_dev, pack_generation_dev)
@@ -47,7 +47,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         if committer and tid == 0:
             while load_coherent_dev(counters, (b, 1)) < arrivals:
                 pass
-        cuda.threadfence()
+            cuda.threadfence()
         cuda.syncthreads()
 
     @cuda.jit(device=True, inline=True)
@@ -87,6 +87,7 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         sigma = next_sigma_dev(gen)
         if tid == 0:
             flag[0] = 0
+        clear_cells_dev(cells, tid, tile)     # for the hash inserts, long after the next barrier
         u0 = u1 = base = num_victims = np.int64(0)
         copiers = cuda.gridDim.y - tiles - 1 if committer else 0
         # scratch location tid, which tells whether miss tid needs a victim, read while waiting
@@ -139,15 +140,16 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
                               scratch_locs, victims, rid, row, cap, False, compact, u0, u1, base,
                               known_loc, tid)
-        # each miss takes its victim's slot: its token enters the slot (and ``scan``, for the
-        # hash), then promotion (zero-copy) or direct overflow in place; one pass, so that the
-        # loads of both are in flight together
+        # each miss takes its victim's slot: its token enters the slot (and its hash insert is
+        # staged: ``aux``, and ``scan`` for the token), then promotion (zero-copy) or direct
+        # overflow in place; one pass, so that the loads of both are in flight together
         cuda.syncthreads()
         i = base
         for u in range(u0, u1):
             if needs_victim_dev(scratch_state, scratch_locs, rid, row, u, cap, union_mode, compact,
                                 known_loc, tid):
-                take_slot_dev(device_buffer_tokens, unique_token, victims, scan, i, u, b, t, rid)
+                take_slot_dev(device_buffer_tokens, unique_token, victims, aux, scan, i, u, b, t,
+                              rid)
                 promote_victim_dev(device_buffer_locs, scratch_locs, scratch_state, metadata,
                                    victims, i, u, rid, row, index, compact, cap, sigma)
                 i += 1
@@ -451,9 +453,9 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                         occ = first + r
                         loc = scratch_locs[rid, u] if u < cap else -2 - u
                         out[b, occ // top_k, occ % top_k] = loc
-                cuda.threadfence()
                 cuda.syncthreads()
                 if tid == 0:
+                    cuda.threadfence()
                     shared[3] = arrive_dev(counters, b, tiles)
         cuda.syncthreads()
 
