@@ -7,7 +7,7 @@
 # nothing else on the GPU, warm rounds one copy at a time, each inside its copy's folder
 # (`python -m` puts the current directory first on sys.path). About 150 s for two copies without
 # the tests, 60-70 s more a copy. Environment: TEST_FILES (the test files), COLD (the cold round's
-# timeout, 300 s), DEADLINE (no warm round starts after it, 500 s).
+# timeout, 300 s), DEADLINE (no warm round starts after it, 500 s), TIMELINE (see below).
 set -u
 TESTS=
 COPIES=()
@@ -33,6 +33,14 @@ run() {
   ( cd $root && PYTHONPATH=/tmp/site:$root python3 -c "import hisparse_numba as h; print(h.__file__)" > $OUT/$name-$tag.txt 2>&1 && PYTHONPATH=/tmp/site:$root NUMBA_CACHE_DIR=$R/build/k$name timeout $tmo python3 -m hisparse_numba bench spec --batches 64 8 1 --variants spec_1_full >> $OUT/$name-$tag.txt 2>&1 )
   echo "$name $tag rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt
 }
+# TIMELINE=1: the working tree's stamped kernel (make_tl.py) compiles beside the cold round and
+# runs its timeline once the warm rounds are over (tl_run.py waits for $OUT/bench_done)
+if [ -n "${TIMELINE:-}" ]; then
+  rm -f $OUT/bench_done
+  python3 notes/timeline/make_tl.py > $OUT/tl.txt 2>&1
+  ( PYTHONPATH=/tmp/site:$R:$R/notes/timeline TL_CYCLES=3 NUMBA_CACHE_DIR=$R/build/ktl timeout $((DEADLINE + 150)) python3 notes/timeline/tl_run.py >> $OUT/tl.txt 2>&1
+    echo "tl rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt ) & PTL=$!
+fi
 # the cold round compiles (its figures are not comparable when the tests run beside it)
 PIDS=()
 for n in "${COPIES[@]}"; do
@@ -46,8 +54,10 @@ for tag in r2 r3 r4; do
     run $n 45 $tag
   done
 done
+if [ -n "${PTL:-}" ]; then touch $OUT/bench_done; wait $PTL; rm -f $OUT/bench_done; fi
 ( cd $OUT && for f in *-r*.txt; do echo "== $f"; grep -E "hisparse_numba/__init__|spec_1_full" $f | head -6; done > summary.txt
   [ -f tests.txt ] && { grep -E "^FAILED|^ERROR" tests.txt | head -20; tail -6 tests.txt; } >> summary.txt
+  [ -f tl.txt ] && grep -E "^committer|^copiers|^wrong|Error" tl.txt >> summary.txt
   cat log.txt >> summary.txt; rm -f pip.txt
   for n in "${COPIES[@]}"; do cat $n-r*.txt > $n.txt && rm -f $n-r*.txt; done )   # few files come back
 cat $OUT/summary.txt

@@ -96,6 +96,7 @@ after("""            base = shared[2]
 after("""            publish_dev(flags, b, NUMBERED, y, 1, tid)
 """, "if tid == 0:\n    stamp_dev(stamps, y, 4)", 12)
 after("""                if tid == 0:
+                    cuda.threadfence()
                     shared[3] = arrive_dev(counters, b, tiles)
         cuda.syncthreads()
 """, "if tid == 0:\n    stamp_dev(stamps, y, 5)", 8)

@@ -75,7 +75,9 @@ names = {"tile": ["entry", "classified", "claims seen", "counted+base", "numbere
 for y in range(tiles):
     print(f"tile {y}: " + ", ".join(f"{n} {med[y, k]:.1f}" for k, n in enumerate(names['tile'])))
 if committer:
-    print("committer: " + ", ".join(f"{n} {med[Y-1, k]:.1f}" for k, n in enumerate(names['committer'])))
+    order = sorted(range(len(names["committer"])), key=lambda k: np.nan_to_num(med[Y - 1, k], nan=np.inf))
+    print("committer: " + ", ".join(f"{names['committer'][k]} {med[Y-1, k]:.1f}" for k in order
+                                    if not np.isnan(med[Y - 1, k])))   # in time order
 if copiers:
     cp = med[tiles:tiles + copiers]
     for k, n in enumerate(names["copier"]):
