@@ -7,7 +7,7 @@
 # nothing else on the GPU, warm rounds one copy at a time, each inside its copy's folder
 # (`python -m` puts the current directory first on sys.path). About 150 s for two copies without
 # the tests, 60-70 s more a copy. Environment: TEST_FILES (the test files), COLD (the cold round's
-# timeout, 300 s), DEADLINE (no warm round starts after it, 500 s), TIMELINE (see below).
+# timeout, 300 s), DEADLINE (no warm round starts after it, 500 s), TIMELINE and GRAPH_TL (below).
 set -u
 TESTS=
 COPIES=()
@@ -41,6 +41,19 @@ if [ -n "${TIMELINE:-}" ]; then
   ( PYTHONPATH=/tmp/site:$R:$R/notes/timeline TL_CYCLES=3 NUMBA_CACHE_DIR=$R/build/ktl timeout $((DEADLINE + 150)) python3 notes/timeline/tl_run.py >> $OUT/tl.txt 2>&1
     echo "tl rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt ) & PTL=$!
 fi
+# GRAPH_TL=1: for every copy, tl_graph.py (its kernel with the first entry and the last exit
+# stamped, replayed from a CUDA graph as graph_us is) compiles beside the cold round and runs once
+# the warm rounds are over, one copy at a time; graph-<copy>.txt
+GPIDS=()
+if [ -n "${GRAPH_TL:-}" ]; then
+  rm -f $OUT/bench_done
+  for n in "${COPIES[@]}"; do
+    d=$R/build/tl_$n; mkdir -p $d; cp notes/timeline/stamps.py notes/timeline/tl_graph.py $d/
+    TL_SRC=$R/.final/$n/hisparse_numba/hisparse/speculative/kernel.py TL_OUT=$d python3 notes/timeline/make_tl.py > $OUT/graph-$n.txt 2>&1
+    ( cd $R/.final/$n && PYTHONPATH=/tmp/site:$R/.final/$n:$d NUMBA_CACHE_DIR=$R/build/kg$n OUT=$d timeout $((DEADLINE + 200)) python3 $d/tl_graph.py >> $OUT/graph-$n.txt 2>&1
+      echo "graph $n rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt ) & GPIDS+=($!)
+  done
+fi
 # the cold round compiles (its figures are not comparable when the tests run beside it)
 PIDS=()
 for n in "${COPIES[@]}"; do
@@ -55,9 +68,16 @@ for tag in r2 r3 r4; do
   done
 done
 if [ -n "${PTL:-}" ]; then touch $OUT/bench_done; wait $PTL; rm -f $OUT/bench_done; fi
+for n in "${COPIES[@]}"; do     # graph timelines one copy at a time, nothing else on the GPU
+  [ -n "${GRAPH_TL:-}" ] || break
+  touch $R/build/tl_$n/bench_done
+  while [ -z "$(grep -s "graph $n rc" $OUT/log.txt)" ]; do sleep 1; done
+done
+[ ${#GPIDS[@]} -gt 0 ] && wait "${GPIDS[@]}"
 ( cd $OUT && for f in *-r*.txt; do echo "== $f"; grep -E "hisparse_numba/__init__|spec_1_full" $f | head -6; done > summary.txt
   [ -f tests.txt ] && { grep -E "^FAILED|^ERROR" tests.txt | head -20; tail -6 tests.txt; } >> summary.txt
   [ -f tl.txt ] && grep -E "^committer|^copiers|^wrong|Error" tl.txt >> summary.txt
+  for f in graph-*.txt; do [ -f $f ] && { echo "== $f"; grep -E "^mean|^wrong|Error" $f; } >> summary.txt; done
   cat log.txt >> summary.txt; rm -f pip.txt
   for n in "${COPIES[@]}"; do cat $n-r*.txt > $n.txt && rm -f $n-r*.txt; done )   # few files come back
 cat $OUT/summary.txt

@@ -1,14 +1,17 @@
-"""Write tl_kernel.py beside this file: the working tree's speculative kernel.py with globaltimer
-stamps (stamps.py) at the committer's stages, the copier tiles' and the tiles'. Each anchor is a
-line of kernel.py and must be found exactly once: update them when the kernel changes."""
-import re, pathlib
+"""Write tl_kernel.py beside this file (or in $TL_OUT): the working tree's speculative kernel.py (or
+$TL_SRC) with
+globaltimer stamps (stamps.py) at the committer's stages, the copier tiles' and the tiles'; and
+tl_bare.py, the same kernel with only the first entry and the last exit stamped (tl_graph.py). Each
+anchor is a line of kernel.py and must be found exactly once: update them when the kernel changes."""
+import os, re, pathlib
 root = pathlib.Path(__file__).resolve().parents[2]
-src = (root / "hisparse_numba/hisparse/speculative/kernel.py").read_text()
+src = pathlib.Path(os.environ.get("TL_SRC", root / "hisparse_numba/hisparse/speculative/kernel.py")).read_text()
 s = src
 s = s.replace("from ...", "from hisparse_numba.").replace("from ..", "from hisparse_numba.hisparse.")
 s = s.replace("from .commit", "from hisparse_numba.hisparse.speculative.commit")
 s = s.replace("from .device_fns", "from hisparse_numba.hisparse.speculative.device_fns")
-s = s.replace("import numpy as np\n", "import numpy as np\nfrom stamps import stamp_dev, stamp_max_dev\n", 1)
+s = s.replace("import numpy as np\n", "import numpy as np\nfrom stamps import stamp_dev, stamp_max_dev, stamp_min_dev\n", 1)
+bare = s
 
 def after(anchor, code, ind=None, count=1):
     global s
@@ -108,6 +111,37 @@ sub("""        copy_items_flat_dev(host_words, copy_src, start, dev_words, copy_
         if tid == 0 and not is_committer:
             stamp_dev(stamps, y, 6)
 """)
-out = pathlib.Path(__file__).with_name("tl_kernel.py")
+outdir = pathlib.Path(os.environ.get("TL_OUT", pathlib.Path(__file__).parent))
+out = outdir / "tl_kernel.py"
+out.write_text(s)
+print("wrote", out)
+
+# tl_bare.py (tl_graph.py runs it): the kernel with two stamps a call and no other change but one
+# barrier at each exit: stamps[0, 0] the first block's entry (before anything is read), stamps[0, 1]
+# the last block's exit. tl_graph.py gives each call of a captured graph its own row.
+s = bare
+def bare_sub(old, new):
+    global s
+    assert s.count(old) == 1, (s.count(old), old)
+    s = s.replace(old, new)
+bare_sub("copy_src, copy_dst, words_per_item, tail, n, gate):",
+         """copy_src, copy_dst, words_per_item, tail, n, gate, stamps):
+        if cuda.threadIdx.x == 0:
+            stamp_min_dev(stamps, 0, 0)""")
+bare_sub("""                           tid, tile, scan)
+            return""", """                           tid, tile, scan)
+            cuda.syncthreads()
+            if tid == 0:
+                stamp_max_dev(stamps, 0, 1)
+            return""")
+bare_sub("""        copy_items_flat_dev(host_words, copy_src, start, dev_words, copy_dst, start, num_copies,
+                        words_per_item, tid, tile)
+""", """        copy_items_flat_dev(host_words, copy_src, start, dev_words, copy_dst, start, num_copies,
+                        words_per_item, tid, tile)
+        cuda.syncthreads()
+        if tid == 0:
+            stamp_max_dev(stamps, 0, 1)
+""")
+out = outdir / "tl_bare.py"
 out.write_text(s)
 print("wrote", out)

@@ -25,3 +25,8 @@ def stamp_dev(stamps, y, slot):
 @cuda.jit(device=True, inline=True)
 def stamp_max_dev(stamps, y, slot):
     cuda.atomic.max(stamps, (y, slot), globaltimer())
+
+
+@cuda.jit(device=True, inline=True)
+def stamp_min_dev(stamps, y, slot):
+    cuda.atomic.min(stamps, (y, slot), globaltimer())
