@@ -48,7 +48,7 @@ GPIDS=()
 if [ -n "${GRAPH_TL:-}" ]; then
   rm -f $OUT/bench_done
   for n in "${COPIES[@]}"; do
-    d=$R/build/tl_$n; mkdir -p $d; cp notes/timeline/stamps.py notes/timeline/tl_graph.py $d/
+    d=$R/build/tl_$n; mkdir -p $d; cp notes/timeline/stamps.py notes/timeline/tl_problem.py notes/timeline/tl_graph.py $d/
     TL_SRC=$R/.final/$n/hisparse_numba/hisparse/speculative/kernel.py TL_OUT=$d python3 notes/timeline/make_tl.py > $OUT/graph-$n.txt 2>&1
     ( cd $R/.final/$n && PYTHONPATH=/tmp/site:$R/.final/$n:$d NUMBA_CACHE_DIR=$R/build/kg$n OUT=$d timeout $((DEADLINE + 200)) python3 $d/tl_graph.py >> $OUT/graph-$n.txt 2>&1
       echo "graph $n rc=$? t=$((SECONDS-T0))" >> $OUT/log.txt ) & GPIDS+=($!)

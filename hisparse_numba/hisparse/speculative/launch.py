@@ -127,8 +127,6 @@ def launch_unchecked(call: SpecCall) -> None:
     tile, reps, tiles, committer = geometry(call.batch, t)
     copiers = copier_tiles(call.batch, tiles, committer)
     swap = swap_kernel(reps, committer, call.record)
-    miss_src, miss_dst, miss_count = (call.miss_src, call.miss_dst, call.miss_count) if call.record \
-        else placeholder_plan()
     state = call.state
     work = workspace(call.batch, t)
     if device.SIMULATOR:
@@ -139,16 +137,8 @@ def launch_unchecked(call: SpecCall) -> None:
         # documented in Workspace.
         clear_workspace(work)
     try:
-        device.launch(swap, (call.batch, tiles + copiers + committer), tile, call.top_k_tokens,
-                      call.device_buffer_tokens, call.host_cache_locs, call.device_buffer_locs,
-                      derived_argument("words", call.host_cache, device.byte_words),
-                      derived_argument("words", call.device_buffer, device.byte_words),
-                      call.top_k_device_locs, call.req_pool_indices, call.seq_lens,
-                      state.cache_index, state.cache_policy, state.scratch_locs,
-                      state.scratch_state, derived_argument("int64", state.scratch_state, int64_view),
-                      call.num_real_reqs,
-                      miss_src, miss_dst, miss_count, *work, call.item_size_bytes // 8, call.tail,
-                      call.num_requests, value_flags.open_gate() if call.gate is None else call.gate)
+        device.launch(swap, (call.batch, tiles + copiers + committer), tile,
+                      *kernel_args(call, work))
     except Exception:
         # Only the simulator raises inside a kernel (an out-of-bounds index). What the aborted
         # launch left in the workspace and in the running counters (zero between calls) must not
@@ -164,6 +154,22 @@ def launch_unchecked(call: SpecCall) -> None:
         sigma = (gen & 0x7FFFFFFF) % 0x7FFFFFFF + 1
         state.scratch_state[0, COUNT_GEN * n + rids] = np.where(gen < 0, sigma - 2 ** 31, sigma)
         raise
+
+
+def kernel_args(call: SpecCall, work: "Workspace") -> tuple:
+    """The swap kernel's arguments for a checked call and its workspace, in the kernel's order
+    (launch_unchecked; the stamped copies in notes/timeline append their stamps array)."""
+    miss_src, miss_dst, miss_count = (call.miss_src, call.miss_dst, call.miss_count) if call.record \
+        else placeholder_plan()
+    state = call.state
+    return (call.top_k_tokens, call.device_buffer_tokens, call.host_cache_locs,
+            call.device_buffer_locs, derived_argument("words", call.host_cache, device.byte_words),
+            derived_argument("words", call.device_buffer, device.byte_words),
+            call.top_k_device_locs, call.req_pool_indices, call.seq_lens, state.cache_index,
+            state.cache_policy, state.scratch_locs, state.scratch_state,
+            derived_argument("int64", state.scratch_state, int64_view), call.num_real_reqs,
+            miss_src, miss_dst, miss_count, *work, call.item_size_bytes // 8, call.tail,
+            call.num_requests, value_flags.open_gate() if call.gate is None else call.gate)
 
 
 class Workspace(NamedTuple):
