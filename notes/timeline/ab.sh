@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One device call (`run` with carry [".whl", ".final"]): `bash notes/timeline/ab.sh COPY... [tests]`.
 # Each COPY is a package copy in .final/COPY/hisparse_numba (`git archive <commit> hisparse_numba |
-# tar -x -C .final/<name>`); two or three fit one call. With "tests" last, the working tree's
+# tar -x -C .final/<name>`); two to four fit one call (four with ROUNDS=2). With "tests" last, the working tree's
 # speculative tests run with the simulator off (8 workers, 130-330 s) beside the cold round of
 # `bench spec --batches 64 8 1` of every copy (the compiles; its figures do not count); then, with
 # nothing else on the GPU, warm rounds one copy at a time, each inside its copy's folder
 # (`python -m` puts the current directory first on sys.path). About 150 s for two copies without
 # the tests, 60-70 s more a copy. Environment: TEST_FILES (the test files), COLD (the cold round's
-# timeout, 300 s), DEADLINE (no warm round starts after it, 500 s), TIMELINE and GRAPH_TL (below).
+# timeout, 300 s), DEADLINE (no warm round starts after it, 500 s), ROUNDS (warm rounds, 3),
+# TIMELINE and GRAPH_TL (below).
 set -u
 TESTS=
 COPIES=()
@@ -16,6 +17,7 @@ for a in "$@"; do
 done
 DEADLINE=${DEADLINE:-500}     # no warm round starts after this many seconds
 COLD=${COLD:-300}             # the cold round's timeout
+ROUNDS=${ROUNDS:-3}           # warm rounds of every copy
 TEST_FILES=${TEST_FILES:-"tests/hisparse/test_speculative_random.py tests/hisparse/test_spec_state.py tests/hisparse/test_speculative.py
   tests/hisparse/test_spec_victims.py tests/hisparse/test_fuzz_speculative.py tests/hisparse/test_speculative_checks.py
   tests/hisparse/test_spec_hash.py tests/hisparse/test_spec_specialisations.py"}
@@ -61,7 +63,7 @@ for n in "${COPIES[@]}"; do
 done
 wait "${PIDS[@]}" ${PT:-}
 sleep 2
-for tag in r2 r3 r4; do
+for tag in $(seq -f r%g 2 $((ROUNDS + 1))); do
   for n in "${COPIES[@]}"; do
     [ $((SECONDS-T0)) -gt $DEADLINE ] && break 2
     run $n 45 $tag

@@ -64,20 +64,28 @@ sub("copy_src, copy_dst, words_per_item, tail, n, gate):", "copy_src, copy_dst, 
 sub("""            finish_request_dev(top_k_tokens, device_buffer_tokens, host_cache_locs,""",
     """            finish_request_dev(top_k_tokens, device_buffer_tokens, stamps,""")
 # copier
-sub("""row, t, sigma, tiles, copier, copiers, words_per_item, tid, tile, lists):""",
-    """row, t, sigma, tiles, copier, copiers, words_per_item, tid, tile, lists, stamps):""")
-sub("""                           tid, tile, scan)""", """                           tid, tile, scan, stamps)""")
+sub("""copier, copiers, words_per_item, tid, tile, lists):""",
+    """copier, copiers, words_per_item, tid, tile, lists, stamps):""")
+call = s.index("            copy_share_dev(")          # the call (the def is indented less)
+end = s.index("tid, tile, scan)", call)
+s = s[:end] + "tid, tile, scan, stamps)" + s[end + len("tid, tile, scan)"):]
 YC = "tiles + copier"
 after("""        num_misses = 0
         for j in range(tiles):
             num_misses += lists[j]
 """, f"if tid == 0:\n    stamp_dev(stamps, {YC}, 1)", 8)
-after("""            if lane == 0:
+# NUMBERED seen (2) and the copier tile's arrival (3): after its indexing share (main up to
+# session 21), or at once (last-tile-index.patch)
+if "cuda.atomic.exch(lists, tiles + 2, 1)" in s:
+    after("""            if lane == 0:
                 cuda.atomic.exch(lists, tiles + 2, 1)
 """, f"if lane == 0:\n    stamp_dev(stamps, {YC}, 2)", 12)
-after("""            if cuda.atomic.add(lists, tiles, 1) == LANES - 1:
+    after("""            if cuda.atomic.add(lists, tiles, 1) == LANES - 1:
                 cuda.atomic.add(counters, (b, 1), 1)
 """, f"stamp_dev(stamps, {YC}, 3)", 12)
+else:
+    after("""                cuda.atomic.add(counters, (b, 1), 1)     # done with the flags
+""", f"stamp_dev(stamps, {YC}, 2)\nstamp_dev(stamps, {YC}, 3)", 16)
 after("""                    if w < words_per_item:
                         dev_words[dst + w] = held[h]
 """, f"if lane == 0:\n    stamp_max_dev(stamps, {YC}, 4)", 16)
@@ -128,8 +136,8 @@ bare_sub("copy_src, copy_dst, words_per_item, tail, n, gate):",
          """copy_src, copy_dst, words_per_item, tail, n, gate, stamps):
         if cuda.threadIdx.x == 0:
             stamp_min_dev(stamps, 0, 0)""")
-bare_sub("""                           tid, tile, scan)
-            return""", """                           tid, tile, scan)
+bare_sub("""tid, tile, scan)
+            return""", """tid, tile, scan)
             cuda.syncthreads()
             if tid == 0:
                 stamp_max_dev(stamps, 0, 1)
