@@ -24,6 +24,9 @@ launches a kernel by hand with ``launch`` and ``byte_words``; lesson 10 checks `
 from __future__ import annotations
 
 import functools
+import threading
+import time
+import warnings
 
 import numpy as np
 
@@ -329,7 +332,7 @@ def launch(kernel, grid, block, *args) -> None:
                 ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=COMPILE_TARGET_CC)
                 compiled_signatures[key] = ptx
             return
-        kernel[grid, block](*args)
+        run_simulated(kernel, grid, block, args)
         return
     ptr = _CUPY_CURRENT_STREAM().ptr
     last = _last_launch.get(kernel)
@@ -502,7 +505,50 @@ def launch_plain(kernel, grid, block, *args) -> None:
         if ptr:
             kernel[grid, block, cuda.external_stream(ptr)](*args)
             return
-    kernel[grid, block](*args)
+        kernel[grid, block](*args)
+        return
+    run_simulated(kernel, grid, block, args)
+
+
+ABORT_JOIN_SECONDS = 60.0
+
+
+def run_simulated(kernel, grid, block, args) -> None:
+    """``kernel[grid, block](*args)`` off the GPU; in the simulator, an error raised by a kernel
+    thread reaches the caller only once every thread of the launch has stopped.
+
+    Numba's simulator raises a thread's error at once and only *asks* the block's other threads
+    to stop: each stops at its next barrier and runs until then. Their late writes would land
+    after the caller's clean-up of the aborted launch, or during its next launch (a workspace's
+    tickets and flags, say), where a GPU launch would have finished (docs/two-worlds.md). An
+    error from the caller's thread (an interrupt, a time limit on a spinning kernel) stops the
+    threads at their barriers and is raised at once: a thread that spins never gets there.
+    """
+    try:
+        kernel[grid, block](*args)
+    except BaseException as error:
+        if not SIMULATOR:
+            raise
+        from numba.cuda.simulator.kernel import BlockThread
+
+        threads = [t for t in threading.enumerate() if isinstance(t, BlockThread)]
+        for t in threads:
+            t.abort, t.syncthreads_blocked = True, False
+            t.syncthreads_event.set()
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code is not BlockThread.run.__code__:
+            tb = tb.tb_next
+        if tb is None:              # not a kernel thread's error
+            raise
+        end = time.monotonic() + ABORT_JOIN_SECONDS
+        for t in threads:
+            t.join(max(0.0, end - time.monotonic()))
+        running = sum(t.is_alive() for t in threads)
+        if running:             # the kernel's error is still the one to see
+            warnings.warn(f"{running} simulator threads of an aborted launch still run after "
+                          f"{ABORT_JOIN_SECONDS:.0f} s: a thread waits for something no barrier "
+                          f"ends", RuntimeWarning, stacklevel=2)
+        raise
 
 
 def byte_words(a):
@@ -549,6 +595,7 @@ __all__ = [
     "kernel_cache_enabled",
     "kernel_cache_info",
     "launch_plain",
+    "run_simulated",
     "source_digest",
     "use_disk_cache",
     "cuda",

@@ -3,11 +3,13 @@
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
 from hisparse_numba import device
+from hisparse_numba.device import cuda
 
 
 def test_backend_is_a_known_world():
@@ -75,3 +77,28 @@ def test_only_device_imports_numba_cuda():
     offenders = [p.relative_to(root) for p in root.rglob("*.py")
                  if p.name != "device.py" and pattern.search(p.read_text())]
     assert offenders == []
+
+
+@cuda.jit
+def _one_thread_raises(out):
+    i = cuda.threadIdx.x
+    if i == 0:
+        out[out.shape[0]] = 1            # out of bounds: the simulator's IndexError
+    else:
+        total = 0
+        for k in range(200_000):         # still running when thread 0 raises
+            total += k
+        out[i] = total
+    cuda.syncthreads()
+
+
+@pytest.mark.skipif(not device.SIMULATOR, reason="only the simulator raises inside a kernel")
+def test_aborted_simulated_launch_writes_nothing_after_its_error():
+    out = np.zeros(4, dtype=np.int64)
+    for _ in range(3):
+        with pytest.raises(IndexError):
+            device.launch(_one_thread_raises, 1, 4, out)
+        seen = out.copy()
+        time.sleep(0.2)
+        np.testing.assert_array_equal(out, seen)
+        out[...] = 0

@@ -139,7 +139,7 @@ def record(kernel, grid, block, *args, names=None):
             wrapped.append(RecordingArray(a, name, trace))
         else:
             wrapped.append(a)
-    kernel[grid, block](*wrapped)
+    device.run_simulated(kernel, grid, block, wrapped)
     return trace
 
 

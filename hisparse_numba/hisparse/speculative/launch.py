@@ -129,13 +129,6 @@ def launch_unchecked(call: SpecCall) -> None:
     swap = swap_kernel(reps, committer, call.record)
     state = call.state
     work = workspace(call.batch, t)
-    if device.SIMULATOR:
-        # Under the simulator, about one mutation-sweep run in three found tickets left in the
-        # shared workspace by an earlier launch (a ticket past the tile count, then an index error
-        # or a wrong numbering). The cause is not found yet; until it is, each simulated launch
-        # starts from a cleared workspace. GPU launches rely on the finisher's reset, as
-        # documented in Workspace.
-        clear_workspace(work)
     try:
         device.launch(swap, (call.batch, tiles + copiers + committer), tile,
                       *kernel_args(call, work))
