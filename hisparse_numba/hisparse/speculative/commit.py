@@ -22,6 +22,27 @@ from .device_fns import (EMPTY_KEY, HOT, MISS, NO_OCCURRENCE, PROPOSED, admit_cl
 
 
 @cuda.jit(device=True, inline=True)
+def warm_l1_dev(cache_index, device_buffer_tokens, device_buffer_locs, rid, hot, tid, tile):
+    """Read one word of every 32-byte sector of request ``rid``'s hash banks and of its hot slots'
+    tokens and locations, so that they sit in this SM's L1 cache when the commit needs them;
+    returns the words' xor, which the caller stores so that the loads are kept. Only the commit
+    writes these arrays during a launch (the tiles read them), so the cached copies stay right
+    (docs/speculative-swap-in.md, "Where the time goes at batch 1")."""
+    seen = np.int64(0)
+    words = cache_index.shape[2]
+    for bank in range(2):
+        j = 4 * tid
+        while j < words:
+            seen ^= cache_index[rid, bank, j]
+            j += 4 * tile
+    j = 8 * tid
+    while j < hot:
+        seen ^= np.int64(device_buffer_tokens[rid, j]) ^ np.int64(device_buffer_locs[rid, j])
+        j += 8 * tile
+    return seen
+
+
+@cuda.jit(device=True, inline=True)
 def count_victims_dev(scratch_state, scratch_locs, rid, row, num_misses, cap, union_mode,
                       compact, known_loc, scan, tid, tile):
     """(first, last + 1) of this thread's misses, and (its first victim ordinal, number of

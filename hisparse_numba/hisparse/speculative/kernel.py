@@ -27,7 +27,7 @@ from ..spec_state import (COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST, COUNT_UNION, 
                           MAX_OCCURRENCES, UNRESOLVED, clock_bits_dev, next_epoch_dev,
                           next_sigma_dev, pack_clock_dev, pack_generation_dev)
 from .commit import (admit_dev, approximate_victims_dev, count_victims_dev, evict_victims_dev,
-                     index_misses_dev, union_victims_dev)
+                     index_misses_dev, union_victims_dev, warm_l1_dev)
 from .device_fns import (CLAIMED, COUNTED, HOLD_WORDS, HOT, LANES, MAX_THREADS, MISS, NUMBERED,
                          TAIL, claim_token_dev, classify_dev, direct_locations_dev,
                          load_coherent_dev, needs_victim_dev, promote_victim_dev, publish_dev,
@@ -59,10 +59,10 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         """The commit of request ``b`` by one whole tile: the committer tile, which waits for the
         tiles stage by stage, or the last tile to arrive, for which every stage is done. Once every
         tile has counted: the mode, and in union mode the victims, which evict their slots' tokens
-        from the hash. Once every tile has numbered: the index of the scratch table (by the copier
-        tiles when there are some), in approximate mode admission, victims and evictions, then
-        the misses' tokens into their slots and the hash. Once every tile (and copier tile) has
-        arrived: the workspace reset, promotion, direct overflow, counters. (At most 29
+        from the hash. Once every tile has numbered: the index of the scratch table (by the last
+        tile when there are copier tiles), in approximate mode admission, victims and evictions,
+        then the misses' tokens into their slots and the hash. Once every tile (and copier tile)
+        has arrived: the workspace reset, promotion, direct overflow, counters. (At most 29
         arguments: Python passes a longer call as ``*args``, which Numba cannot inline.)"""
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
@@ -88,6 +88,11 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         if tid == 0:
             flag[0] = 0
         clear_cells_dev(cells, tid, tile)     # for the hash inserts, long after the next barrier
+        if committer:
+            # while the tiles classify: the commit then reads the banks and the slots from L1,
+            # not through an L2 that the copier tiles' host reads keep busy
+            scan[tid] = warm_l1_dev(cache_index, device_buffer_tokens, device_buffer_locs, rid,
+                                    hot, tid, tile) & 0x7FFFFFFF
         u0 = u1 = base = num_victims = np.int64(0)
         copiers = cuda.gridDim.y - tiles - 1 if committer else 0
         # scratch location tid, which tells whether miss tid needs a victim, read while waiting
@@ -108,8 +113,8 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             evict_victims_dev(cache_index, device_buffer_tokens, device_buffer_locs, scratch_state,
                               scratch_locs, victims, rid, row, cap, True, compact, u0, u1, base,
                               known_loc, tid)
-        # every tile has numbered its misses; the copier tiles, if any, index them, and then the
-        # wait for the arrivals below covers the numbering too (a tile arrives after numbering)
+        # every tile has numbered its misses. With copier tiles, the last tile indexes them before
+        # it arrives, and the wait for the arrivals below covers both
         if copiers == 0:
             wait_for_tiles_dev(flags, b, NUMBERED, tiles, tid, tile)
             index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
@@ -117,8 +122,8 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             cuda.threadfence()
             cuda.syncthreads()
         # every tile has arrived (a tile holding later occurrences of a missed token reads their
-        # scratch locations, which promotion swaps), and every copier tile has read the flags and
-        # indexed its share of the misses; by now they have, so the wait is short
+        # scratch locations, which promotion swaps; the last one has indexed the misses), and
+        # every copier tile has read the flags
         wait_for_arrivals_dev(counters, b, tiles + copiers, tid)
         j = tid
         while j < 3 * tiles:
@@ -207,28 +212,25 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         return -1
 
     @cuda.jit(device=True, inline=True)
-    def copy_share_dev(host_words, dev_words, metadata, scratch_state, counters, flags, claim_keys,
-                       claim_first, claim_dst, unique_token, unique_claim, copy_src, copy_dst, b,
-                       row, t, sigma, tiles, copier, copiers, words_per_item, tid, tile, lists):
+    def copy_share_dev(host_words, dev_words, counters, flags, claim_dst, copy_src, copy_dst, b, t,
+                       tiles, copier, copiers, words_per_item, tid, tile, lists):
         """Copier tile ``copier`` of ``copiers``. Once every tile of request ``b`` has CLAIMED,
         the request's unique misses are listed (host location, claim position; the thread that
         inserted the token listed it): each loader warp reads one item from the host into its
         registers at once (item ``copier + copiers * loader``), long before the tiles have
-        numbered the misses. The first warp waits for NUMBERED, tells the loaders, indexes an
-        even share of the misses (index_misses_dev) and arrives, so that the committer resets
-        the flags and reads the index only after that. A loader then writes its item to its
-        destination (``claim_dst``, read by the tiles before any promotion), and copies the
+        numbered the misses. The first warp waits for NUMBERED, tells the loaders and arrives, so
+        that the committer resets the flags only after that. A loader then writes its item to
+        its destination (``claim_dst``, read by the tiles before any promotion), and copies the
         items no loader held. With a one-warp tile, that warp does all of it. ``lists`` (shared,
-        > tiles + 3) takes each tile's number of listed misses, then three counters."""
+        > tiles + 2) takes each tile's number of listed misses, then two counters."""
         wait_for_tiles_dev(flags, b, CLAIMED, tiles, tid, tile)
         j = tid
         while j < tiles:
             lists[j] = load_coherent_dev(flags, (b, CLAIMED, j)) - 1
             j += tile
         if tid == 0:
-            lists[tiles] = 0           # indexing lanes done
-            lists[tiles + 1] = 0       # tiles seen NUMBERED
-            lists[tiles + 2] = 0       # 1 once every tile has NUMBERED
+            lists[tiles] = 0           # tiles seen NUMBERED
+            lists[tiles + 1] = 0       # 1 once every tile has NUMBERED
         cuda.syncthreads()
         num_misses = 0
         for j in range(tiles):
@@ -250,19 +252,13 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                 if w < words_per_item:
                     held[h] = host_words[src + w]
         if warp == 0:
-            warp_wait_for_tiles_dev(flags, b, NUMBERED, tiles, lane, lists, tiles + 1)
+            warp_wait_for_tiles_dev(flags, b, NUMBERED, tiles, lane, lists, tiles)
             if lane == 0:
-                cuda.atomic.exch(lists, tiles + 2, 1)
-            index_misses_dev(metadata, scratch_state, claim_keys, claim_first, unique_token,
-                             unique_claim, b, row, t, sigma, copier * num_misses // copiers,
-                             (copier + 1) * num_misses // copiers, lane, LANES)
-            cuda.threadfence()
-            # the last indexing lane to finish arrives for the tile (each fenced its writes)
-            if cuda.atomic.add(lists, tiles, 1) == LANES - 1:
-                cuda.atomic.add(counters, (b, 1), 1)
+                cuda.atomic.exch(lists, tiles + 1, 1)
+                cuda.atomic.add(counters, (b, 1), 1)     # done with the flags
         if not is_loader:
             return
-        while cuda.atomic.add(lists, tiles + 2, 0) == 0:
+        while cuda.atomic.add(lists, tiles + 1, 0) == 0:
             pass
         if entry >= 0:
             dst = np.int64(load_coherent_dev(claim_dst, (b, copy_dst[entry])))
@@ -339,10 +335,8 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         base = 0                                  # first misses in the earlier tiles
         num_copies = 0
         if committer and y >= tiles and not is_committer:   # (compiled only with a committer)
-            copy_share_dev(host_words, dev_words, metadata, scratch_state, counters, flags,
-                           claim_keys, claim_first, claim_dst, unique_token, unique_claim, copy_src,
-                           copy_dst, b, row, t, sigma, tiles, y - tiles, copiers, words_per_item,
-                           tid, tile, scan)
+            copy_share_dev(host_words, dev_words, counters, flags, claim_dst, copy_src, copy_dst,
+                           b, t, tiles, y - tiles, copiers, words_per_item, tid, tile, scan)
             return
         if not is_committer:   # (the committer took the last ticket: every tile has started)
             # 1. classify: outputs of non-misses, stamps, scratch-table inserts, claims of
@@ -440,19 +434,27 @@ def swap_kernel(reps: int, committer: bool, record: bool):
 
             # 4. publish NUMBERED. A tile holding later occurrences of missed tokens then waits
             # for NUMBERED of the earlier tiles and gives them their first occurrence's location;
-            # it arrives (the per-request arrival counter) only after that, the others at once.
+            # with copier tiles, the last tile waits for them too and indexes the request's misses
+            # (its SM, unlike theirs, reads nothing from the host). These two arrive (the
+            # per-request arrival counter) only after that, the others at once.
             publish_dev(flags, b, NUMBERED, y, 1, tid)
             dups = shared[4]
-            if tid == 0 and dups == 0:
+            indexer = copiers > 0 and y == tiles - 1
+            if tid == 0 and dups == 0 and not indexer:
                 shared[3] = arrive_dev(counters, b, tiles)
-            if dups == 1:
+            if dups == 1 or indexer:
                 wait_for_tiles_dev(flags, b, NUMBERED, y, tid, tile)
-                for r in range(reps):
-                    if claim[r] >= 0 and is_first[r] == 0:
-                        u = load_coherent_dev(claim_unique, (b, claim[r]))
-                        occ = first + r
-                        loc = scratch_locs[rid, u] if u < cap else -2 - u
-                        out[b, occ // top_k, occ % top_k] = loc
+                if dups == 1:
+                    for r in range(reps):
+                        if claim[r] >= 0 and is_first[r] == 0:
+                            u = load_coherent_dev(claim_unique, (b, claim[r]))
+                            occ = first + r
+                            loc = scratch_locs[rid, u] if u < cap else -2 - u
+                            out[b, occ // top_k, occ % top_k] = loc
+                if indexer:
+                    index_misses_dev(metadata, scratch_state, claim_keys, claim_first,
+                                     unique_token, unique_claim, b, row, t, sigma, 0,
+                                     base + num_first, tid, tile)
                 cuda.syncthreads()
                 if tid == 0:
                     cuda.threadfence()
