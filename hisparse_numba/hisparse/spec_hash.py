@@ -209,57 +209,71 @@ def stage_item_dev(pend, tokens, i, slot, token):
 
 
 @cuda.jit(device=True, inline=True)
-def snapshot_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, offer, tid,
-                      nthreads):
-    """Both buckets of every pending item read at once (RACE0: bank 0's is free; FREE1: bank 1's
-    is); with ``offer``, a free bank-0 bucket is offered to the settle table ``cells``. Then a
-    barrier. Bank 1 is not written during bank 0's round, so this one snapshot serves both."""
+def snapshot_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, settle,
+                      read, offer, tid, nthreads):
+    """With ``read``, both buckets of every pending item read at once (RACE0: bank 0's is free;
+    FREE1: bank 1's is); with ``offer``, a free bank-0 bucket is offered (offer_dev). Then a
+    barrier. Bank 1 is not written during bank 0's round, so this one snapshot serves both. A
+    settled round offers in the reading pass; a racing one, whose offers write the bank, in a pass
+    of its own after it."""
     i = tid
     while i < n_items:
         state = pend[i]
         if state & PENDING:
-            b0, b1, _ = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
-            c0 = cache_index[rid, 0, b0]     # both buckets read at once: one latency
-            c1 = cache_index[rid, 1, b1]
-            state |= (RACE0 if c0 < 0 else 0) | (FREE1 if c1 < 0 else 0)
+            b0, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
+            if read:
+                c0 = cache_index[rid, 0, b0]     # both buckets read at once: one latency
+                c1 = cache_index[rid, 1, b1]
+                state |= (RACE0 if c0 < 0 else 0) | (FREE1 if c1 < 0 else 0)
             if offer and state & RACE0:
-                settle_offer_dev(cells, 0, b0, mask, slots[i])
+                offer_dev(cache_index, rid, cells, settle, 0, b0, mask, slots[i], e)
             pend[i] = state
         i += nthreads
     cuda.syncthreads()
 
 
 @cuda.jit(device=True, inline=True)
-def bank_rounds_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, mask, stage, tid,
-                         nthreads):
-    """Stage 1, 2 or 3 of the racing rounds (snapshot_pass_dev was the first). An entry that
-    knows it is left over from bank 0 (its bucket was taken, or it lost the race) offers itself to
-    bank 1 at once. Stage 1: offer to bank 0 (``atomic.max``), or to bank 1 (RACE1) when bank 0's
-    was taken; stage 2: settle bank 0 (placed, or a loser offers to bank 1); stage 3: settle bank
-    1. Returns 1 when any of this thread's items is still pending, else 0; the caller's barrier
-    follows."""
+def offer_dev(cache_index, rid, cells, settle, bank, bucket, mask, slot, e):
+    """Offer entry ``e`` (hot slot ``slot``) for ``bucket`` of ``bank``: to the settle table, or
+    (racing) to the bank itself by ``atomic.max``."""
+    if settle:
+        settle_offer_dev(cells, bank, bucket, mask, slot)
+    else:
+        cuda.atomic.max(cache_index, (rid, bank, bucket), e)
+
+
+@cuda.jit(device=True, inline=True)
+def won_dev(cache_index, rid, cells, settle, bank, bucket, mask, slot, e):
+    """Whether entry ``e`` won ``bucket`` of ``bank`` (offers made before the last barrier): the
+    settle table's winner stores its entry plainly; racing, the bank holds the largest offer."""
+    if settle:
+        if settle_winner_dev(cells, bank, bucket, mask) == slot:
+            cache_index[rid, bank, bucket] = e
+            return True
+        return False
+    return cache_index[rid, bank, bucket] == e
+
+
+@cuda.jit(device=True, inline=True)
+def round_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, settle, bank,
+                   tid, nthreads):
+    """The end of bank ``bank``'s round: each pending item that raced there and won is placed. In
+    bank 0's round every other pending item whose bank-1 bucket was free offers itself to bank 1
+    (bank 1 is not written in bank 0's round, so the snapshot holds). Returns 1 when any of this
+    thread's items is still pending, else 0; the caller's barrier follows."""
+    race = RACE0 if bank == 0 else RACE1
     left = 0
     i = tid
     while i < n_items:
         state = pend[i]
         if state & PENDING:
             b0, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
-            if stage == 1:
-                if state & RACE0:
-                    cuda.atomic.max(cache_index, (rid, 0, b0), e)
-                elif state & FREE1:
-                    cuda.atomic.max(cache_index, (rid, 1, b1), e)
-                    state |= RACE1
-            elif stage == 2:
-                if state & RACE0:
-                    if cache_index[rid, 0, b0] == e:
-                        state = 0
-                    elif state & FREE1:
-                        cuda.atomic.max(cache_index, (rid, 1, b1), e)
-                        state |= RACE1
-            elif state & RACE1:
-                if cache_index[rid, 1, b1] == e:
-                    state = 0
+            if state & race and won_dev(cache_index, rid, cells, settle, bank,
+                                        b0 if bank == 0 else b1, mask, slots[i], e):
+                state = 0
+            elif bank == 0 and state & FREE1:
+                offer_dev(cache_index, rid, cells, settle, 1, b1, mask, slots[i], e)
+                state |= RACE1
             pend[i] = state
             if state != 0:
                 left = 1
@@ -316,49 +330,6 @@ def clear_cells_dev(cells, tid, nthreads):
 
 
 @cuda.jit(device=True, inline=True)
-def settle_rounds_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, tid,
-                      nthreads):
-    """Both banks' rounds, their contention settled in the one table ``cells``, whose keys tell
-    the banks apart: one read of both buckets per item, then shared atomics, then the winners'
-    plain stores (only this block writes the request's banks). Pass 1: snapshot both buckets,
-    offer to bank 0 when its bucket is free; pass 2: bank 0's winners are placed, and the others
-    whose bank-1 bucket is free offer there (bank 1 is not written in bank 0's round, so the
-    snapshot holds); pass 3: bank 1's winners are placed. Passes 1 and 2 end with a barrier; pass
-    3 returns 1 when any of this thread's items is still pending (else 0), for the caller's
-    barrier."""
-    snapshot_pass_dev(cache_index, rid, dbt, slots, tokens, n_items, pend, cells, mask, True, tid,
-                      nthreads)
-    i = tid
-    while i < n_items:
-        state = pend[i]
-        if state & PENDING:
-            b0, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
-            if state & RACE0 and settle_winner_dev(cells, 0, b0, mask) == slots[i]:
-                cache_index[rid, 0, b0] = e
-                state = 0
-            elif state & FREE1:
-                settle_offer_dev(cells, 1, b1, mask, slots[i])
-                state |= RACE1
-            pend[i] = state
-        i += nthreads
-    cuda.syncthreads()
-    left = 0
-    i = tid
-    while i < n_items:
-        state = pend[i]
-        if state & RACE1:
-            _, b1, e = bucket_entry_dev(rid, dbt, slots, tokens, i, mask)
-            if settle_winner_dev(cells, 1, b1, mask) == slots[i]:
-                cache_index[rid, 1, b1] = e
-                state = 0
-                pend[i] = 0
-        if state != 0:
-            left = 1
-        i += nthreads
-    return left
-
-
-@cuda.jit(device=True, inline=True)
 def cuckoo_dev(cache_index, rid, e, mask):
     """_cuckoo_reference on the device (one thread): False when entry ``e``, or one it displaced,
     found no bucket in MAX_KICKS kicks (that entry is dropped)."""
@@ -392,10 +363,11 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, cel
     ``flag[0]`` is set to 1 by thread 0 when the hash degrades. ``cells``, a shared int32 table (a
     power of two; length 1 when the kernel has no room for one), settles the rounds when it holds
     twice the items, every token fits in ``scan`` and the banks have at most ``SETTLE_MAX_BANK``
-    buckets; otherwise the rounds race on the banks (bank_rounds_pass_dev). With ``staged``, the
-    caller has already run stage_item_dev on every item (the tokens of the first ``len(scan)``
-    items are in ``scan``) and cleared ``cells``, followed by a barrier: the commit does that in
-    the pass that writes the tokens into their slots, which saves a pass and a barrier here."""
+    buckets; otherwise the rounds race on the banks (``atomic.max``, offer_dev). With ``staged``,
+    the caller has already run stage_item_dev on every item (the tokens of the first
+    ``len(scan)`` items are in ``scan``) and cleared ``cells``, followed by a barrier: the commit
+    does that in the pass that writes the tokens into their slots, which saves a pass and a
+    barrier here."""
     mask = cache_index.shape[2] - 1
     settle = 2 * n_items <= cells.shape[0] and n_items <= scan.shape[0] and mask < SETTLE_MAX_BANK
     if not staged:
@@ -407,18 +379,16 @@ def hash_insert_dev(cache_index, rid, dbt, slots, n_items, pend, flag, scan, cel
         if settle:
             clear_cells_dev(cells, tid, nthreads)
         cuda.syncthreads()
-    left = 0
-    if settle:
-        left = settle_rounds_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask,
-                                 tid, nthreads)
-    else:
+    snapshot_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, settle, True,
+                      settle, tid, nthreads)
+    if not settle:
         snapshot_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, False,
+                          False, True, tid, nthreads)
+    round_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, settle, 0, tid,
+                   nthreads)
+    cuda.syncthreads()
+    left = round_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, cells, mask, settle, 1,
                           tid, nthreads)
-        for stage in range(1, 4):
-            left = bank_rounds_pass_dev(cache_index, rid, dbt, slots, scan, n_items, pend, mask,
-                                        stage, tid, nthreads)
-            if stage < 3:
-                cuda.syncthreads()
     # The leftovers go through the serial cuckoo. List them first (in item order) so that thread 0
     # does not walk all n_items; when they do not fit in ``scan`` it walks ``pend`` instead.
     if cuda.syncthreads_or(left):    # none left over is the common case: this barrier ends it

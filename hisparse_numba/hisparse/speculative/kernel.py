@@ -283,24 +283,29 @@ def swap_kernel(reps: int, committer: bool, record: bool):
              scratch_state, metadata, num_real_reqs, miss_src, miss_dst, miss_count, counters,
              flags, claim_keys, claim_first, claim_unique, claim_dst, unique_token, unique_claim,
              copy_src, copy_dst, words_per_item, tail, n, gate):
-        if gate_closed_dev(gate):           # the call's value check rejected it
-            return
         b = cuda.blockIdx.x
+        # three independent loads in flight together (each is a round trip to L2 or memory
+        # before the first occurrence is read); req_pool_indices has the grid's batch rows, so
+        # rid is read in bounds, but it is used only once the gate is known to be open
+        closed = gate_closed_dev(gate)      # the call's value check rejected it
+        real = b < num_real_reqs[0]
+        rid = req_pool_indices[b]
         tid = cuda.threadIdx.x
         tile = cuda.blockDim.x
         steps, top_k = top_k_tokens.shape[1], top_k_tokens.shape[2]
         t = steps * top_k
         hot = cache_policy.shape[1]
+        if closed or not real:      # one branch on both loads, so neither waits for the other
+            if not closed:
+                for r in range(reps):
+                    occ = (cuda.blockIdx.y * tile + tid) * reps + r
+                    if occ < t:
+                        out[b, occ // top_k, occ % top_k] = 0
+                if record and cuda.blockIdx.y == 0 and tid == 0:
+                    miss_count[b] = 0
+            return
         tiles = -(-t // (tile * reps))      # tiles per request
         copiers = cuda.gridDim.y - tiles - 1 if committer else 0
-        if b >= num_real_reqs[0]:
-            for r in range(reps):
-                occ = (cuda.blockIdx.y * tile + tid) * reps + r
-                if occ < t:
-                    out[b, occ // top_k, occ % top_k] = 0
-            if record and cuda.blockIdx.y == 0 and tid == 0:
-                miss_count[b] = 0
-            return
         shared = cuda.shared.array(6, np.int32)   # ticket, hits, firsts before, last, has dups, listed
         scan = cuda.shared.array(MAX_THREADS, np.int32)
         victims = cuda.shared.array(MAX_OCCURRENCES, np.int16)  # per victim ordinal: its slot, -1 = none yet
@@ -319,15 +324,17 @@ def swap_kernel(reps: int, committer: bool, record: bool):
             shared[3] = 0
             shared[4] = 0
             shared[5] = 0
+        # the request's clock and generation, in flight with the ticket (the commit writes them
+        # only after every tile has arrived)
+        packed_clock = np.int64(cache_policy[0, rid])
+        gen = np.int64(scratch_state[0, COUNT_GEN * n + rid])
         cuda.syncthreads()
         y = shared[0]
         first = (y * tile + tid) * reps          # this thread's occurrences: first .. first+reps-1
-        rid = req_pool_indices[b]
         row = rid + 1
         cap = scratch_locs.shape[1]
         cbits, ebits = clock_bits_dev(hot)
-        e_now = next_epoch_dev(np.int64(cache_policy[0, rid]), cbits, ebits)
-        gen = np.int64(scratch_state[0, COUNT_GEN * n + rid])
+        e_now = next_epoch_dev(packed_clock, cbits, ebits)
         degraded = gen < 0
         sigma = next_sigma_dev(gen)
 
