@@ -24,15 +24,12 @@ launches a kernel by hand with ``launch`` and ``byte_words``; lesson 10 checks `
 from __future__ import annotations
 
 import functools
-import threading
-import time
-import warnings
 
 import numpy as np
 
 # The order matters: ``backend`` chooses the world and ``kernel_cache`` sets the cache location,
 # both before Numba is imported.
-from . import kernel_cache
+from . import kernel_cache, simulator_threads
 from .backend import BACKEND as _BACKEND
 from .backend import BACKEND_ENV, ROW_STACK_SHIM
 from .graphs import CapturedGraph, capture_graph
@@ -510,44 +507,17 @@ def launch_plain(kernel, grid, block, *args) -> None:
     run_simulated(kernel, grid, block, args)
 
 
-ABORT_JOIN_SECONDS = 60.0
-
-
 def run_simulated(kernel, grid, block, args) -> None:
     """``kernel[grid, block](*args)`` off the GPU; in the simulator, an error raised by a kernel
-    thread reaches the caller only once every thread of the launch has stopped.
-
-    Numba's simulator raises a thread's error at once and only *asks* the block's other threads
-    to stop: each stops at its next barrier and runs until then. Their late writes would land
-    after the caller's clean-up of the aborted launch, or during its next launch (a workspace's
-    tickets and flags, say), where a GPU launch would have finished (docs/two-worlds.md). An
-    error from the caller's thread (an interrupt, a time limit on a spinning kernel) stops the
-    threads at their barriers and is raised at once: a thread that spins never gets there.
-    """
+    thread reaches the caller only once every thread of the launch has stopped
+    (``simulator_threads`` says why)."""
     try:
         kernel[grid, block](*args)
     except BaseException as error:
-        if not SIMULATOR:
-            raise
-        from numba.cuda.simulator.kernel import BlockThread
+        if SIMULATOR:
+            from numba.cuda.simulator.kernel import BlockThread
 
-        threads = [t for t in threading.enumerate() if isinstance(t, BlockThread)]
-        for t in threads:
-            t.abort, t.syncthreads_blocked = True, False
-            t.syncthreads_event.set()
-        tb = error.__traceback__
-        while tb is not None and tb.tb_frame.f_code is not BlockThread.run.__code__:
-            tb = tb.tb_next
-        if tb is None:              # not a kernel thread's error
-            raise
-        end = time.monotonic() + ABORT_JOIN_SECONDS
-        for t in threads:
-            t.join(max(0.0, end - time.monotonic()))
-        running = sum(t.is_alive() for t in threads)
-        if running:             # the kernel's error is still the one to see
-            warnings.warn(f"{running} simulator threads of an aborted launch still run after "
-                          f"{ABORT_JOIN_SECONDS:.0f} s: a thread waits for something no barrier "
-                          f"ends", RuntimeWarning, stacklevel=2)
+            simulator_threads.stop_after_error(error, BlockThread)
         raise
 
 
