@@ -36,8 +36,8 @@ MIN_COMPUTE_CAPABILITY = min(ARCHITECTURES)
 STATIC_SHARED_LIMIT = 48 * 1024
 
 FAMILIES = (
-    "hisparse_numba.hisparse.examples",
-    "hisparse_numba.hisparse.spec_examples",
+    "hisparse_numba.hisparse.single_step.examples",
+    "hisparse_numba.hisparse.speculative.examples",
     "hisparse_numba.kv_canary.examples",
 )
 

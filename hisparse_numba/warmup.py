@@ -83,9 +83,9 @@ def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool
     checks reject; the arrays stay sized for ``hot_buffer_size``, so it stays in bounds)."""
     import numpy as np
 
-    from .hisparse.examples import make_swap_in_problem, planned_copy_args, to_device_problem
-    from .hisparse.planned_copy import copy_cache_planned_mla
-    from .hisparse.swap_in import (check_swap_in, launch_unchecked, load_cache_to_device_buffer_mla,
+    from .hisparse.single_step.examples import make_swap_in_problem, planned_copy_args, to_device_problem
+    from .hisparse.single_step.planned_copy import copy_cache_planned_mla
+    from .hisparse.single_step import (check_swap_in, launch_unchecked, load_cache_to_device_buffer_mla,
                                    load_cache_to_device_buffer_mla_reference)
 
     rng = np.random.default_rng(0)
@@ -117,9 +117,9 @@ def planned_copy_int64_destinations() -> None:
     as lesson 05 does in the simulator to show what the dtype check prevents, here in bounds."""
     import numpy as np
 
-    from .hisparse import planned_copy
-    from .hisparse.examples import make_swap_in_problem, to_device_problem
-    from .hisparse.swap_in import load_cache_to_device_buffer_mla_reference
+    from .hisparse.single_step import planned_copy
+    from .hisparse.single_step.examples import make_swap_in_problem, to_device_problem
+    from .hisparse.single_step import load_cache_to_device_buffer_mla_reference
 
     p = make_swap_in_problem(np.random.default_rng(0), batch=3, num_top_k=8, hot_buffer_size=16,
                              block_size=32)
@@ -142,7 +142,7 @@ def speculative(batch: int, steps: int, top_k: int, hot: int, record: bool, *, t
     without the launcher's checks, as the lessons that do so."""
     import numpy as np
 
-    from .hisparse.spec_examples import make_spec_problem, set_selection
+    from .hisparse.speculative.examples import make_spec_problem, set_selection
     from .hisparse.speculative import (check_speculative, launch_unchecked,
                                        load_cache_to_device_buffer_spec_mla)
 
@@ -244,11 +244,11 @@ TEST_TASKS = (
            {"index_dtype": dt, "record_plan": rec, "skip_io": (False, True), "replay": True})
       for dt in ("int32", "int64") for rec in (True, False)),
     *(_spec(2, 2, 16, 16, rec, "compile examples") for rec in (False, True)),
-    Task("speculative swap-in, sanitizer workload (source checkout)", "tests.hisparse.spec_workloads",
+    Task("speculative swap-in, sanitizer workload (source checkout)", "hisparse_numba.hisparse.speculative.workloads",
          "sanitizer_workload", seconds=52.0),
     # the single-step fuzz's configurations (about 80 specialisations on a GPU), in parts
     *(Task(f"single-step swap-in, the fuzz's configurations, part {part + 1} of {FUZZ_PARTS} (source "
-           "checkout)", "tests.hisparse.single_step_workloads", "compile_fuzz_configurations",
+           "checkout)", "hisparse_numba.hisparse.single_step.workloads", "compile_fuzz_configurations",
            {"part": part, "parts": FUZZ_PARTS}, seconds=25.0) for part in range(FUZZ_PARTS)),
 )
 

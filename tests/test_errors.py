@@ -159,8 +159,8 @@ def _message(fn, *args, **kwargs) -> str:
 def _real_messages():
     """Each lesson's error, produced by really calling the package (validation only)."""
     from hisparse_numba.checks import check_item_copy
-    from hisparse_numba.hisparse.examples import make_swap_in_problem
-    from hisparse_numba.hisparse.swap_in import load_cache_to_device_buffer_mla_reference
+    from hisparse_numba.hisparse.single_step.examples import make_swap_in_problem
+    from hisparse_numba.hisparse.single_step import load_cache_to_device_buffer_mla_reference
     from hisparse_numba.kv_canary.examples import allocate_plans, plan_problem
     from hisparse_numba.kv_canary.plan import launch_canary_plan_kernels_reference
 

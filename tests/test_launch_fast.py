@@ -138,7 +138,7 @@ def test_kernel_cache_info_names_the_location():
 _CACHE_PROBE = """
 import json, numpy as np
 from hisparse_numba import device, value_flags
-from hisparse_numba.hisparse.planned_copy import planned_copy_kernel
+from hisparse_numba.hisparse.single_step.planned_copy import planned_copy_kernel
 from hisparse_numba.bench.harness import zero_copy_gather_kernel
 host = device.host_cache_array((8, 32), np.uint8)
 buf = device.to_device(np.zeros((8, 32), np.uint8))

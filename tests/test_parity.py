@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.hisparse.spec_state import HiSparseSpecState
+from hisparse_numba.hisparse.speculative.state import HiSparseSpecState
 from hisparse_numba.parity import add_arguments, run
 from hisparse_numba.parity.cases import (CaseResult, Sizes, canary_plan_case,
                                          handoff_case, sglang_scan_problem, single_step_case, spec_case)
@@ -57,7 +57,7 @@ class ReferenceSide(OursSide):
     version = "0"
 
     def swap_in(self, p):
-        from hisparse_numba.hisparse.swap_in import load_cache_to_device_buffer_mla_reference
+        from hisparse_numba.hisparse.single_step import load_cache_to_device_buffer_mla_reference
         h = _host(p)
         load_cache_to_device_buffer_mla_reference(**h)
         _write_back(p, h)
@@ -219,7 +219,7 @@ def _fallback_problem():
     Miss 0 samples even positions (slot 0 wins, first of equal ages); miss 1 samples positions
     1, 11, 21, 33, 43, 53, all hit, so it goes to the fallback: ours takes the next free slot
     in ring order (2), sglang probes cursor + (1 + a) * 2654435761 mod 64 = 49, 34, ... (34)."""
-    from hisparse_numba.hisparse.spec_examples import make_spec_problem, set_selection, snapshot
+    from hisparse_numba.hisparse.speculative.examples import make_spec_problem, set_selection, snapshot
     kw = make_spec_problem(batch=1, steps=2, top_k=34, hot=64, tail=0, max_positions=512, seed=0)
     sel = np.array(list(range(1, 64, 2)) + [100, 101], np.int32)
     set_selection(kw, np.stack([sel, sel])[None], np.array([512, 512]))
@@ -236,7 +236,7 @@ def test_union_victims_split_sampled_and_fallback():
 def test_fallback_difference_is_named_once():
     """A side whose fallback took slot 2 (ring order) instead of 34 (sglang's hash order, which
     ours follows) fails only the fallback check."""
-    from hisparse_numba.hisparse.spec_examples import snapshot
+    from hisparse_numba.hisparse.speculative.examples import snapshot
     kw, before = _fallback_problem()
     ReferenceSide().spec(kw)
     ours = snapshot(kw)

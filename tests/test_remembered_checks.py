@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from hisparse_numba import checks, device
-from hisparse_numba.hisparse import swap_in_checks as sc
-from hisparse_numba.hisparse.examples import make_swap_in_problem, to_device_problem
+from hisparse_numba.hisparse.single_step import checks as sc
+from hisparse_numba.hisparse.single_step.examples import make_swap_in_problem, to_device_problem
 
 
 def problem():

@@ -75,11 +75,11 @@ def test_recorder_notes_the_speculative_geometry():
 
 
 def test_recorder_keys_factory_kernels_by_their_compile_time_values():
-    from hisparse_numba.hisparse.planned_copy import planned_copy_kernel
+    from hisparse_numba.hisparse.single_step.planned_copy import planned_copy_kernel
 
     names = {warmup.specialisation(planned_copy_kernel(flag), (np.zeros(3, np.int32), 1))
              for flag in (False, True, False)}
-    assert names == {f"hisparse_numba.hisparse.planned_copy.planned_copy_kernel.<locals>.kernel({flag}) "
+    assert names == {f"hisparse_numba.hisparse.single_step.planned_copy.planned_copy_kernel.<locals>.kernel({flag}) "
                      "<- (int32[1d,C], int64)" for flag in (False, True)}
 
 

@@ -53,7 +53,7 @@ def measure(name, batch, layers, step_once, iters):
 def run(args) -> int:
     harness.require_gpu("graph")
     from ..hisparse import speculative as sp
-    from ..hisparse import swap_in as si
+    from ..hisparse import single_step as si
     from .startup import spec_call, speculative_problem
     from .swap_in import Workload
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
-from ..hisparse.spec_examples import make_spec_problem, set_selection, wrong_items, snapshot
+from ..hisparse.speculative.examples import make_spec_problem, set_selection, wrong_items, snapshot
 from .harness import gpu_time_ms, h2d_pinned_gbps, print_table, require_gpu, zero_copy_gather_ms
 
 NUM_STEPS, TOP_K, HOT, PAGE = 4, 2048, 4096, 64
@@ -74,7 +74,7 @@ def selections(batch: int, calls: int, hits_base: int = 0) -> np.ndarray:
 
 def run(args) -> int:
     require_gpu("spec")
-    from ..hisparse import planned_copy
+    from ..hisparse.single_step import planned_copy
     from ..hisparse.speculative import (check_speculative, launch_unchecked,
                                         load_cache_to_device_buffer_spec_mla)
     from ..warmup import bench_spec_tasks, warmup
@@ -219,7 +219,7 @@ def _lru_variant(batch, sel, calls, positions):
     The first call goes through the public launcher (validation); timed calls launch the kernel
     on pre-converted arguments, since validation copies rows to the host and would serialise.
     """
-    from ..hisparse import swap_in as si
+    from ..hisparse import single_step as si
     xp = device.xp
     kw = make_spec_problem(batch=batch, steps=NUM_STEPS, top_k=TOP_K, hot=HOT, tail=PAGE,
                            item_words=ITEM_WORDS, scratch_capacity=SCRATCH, max_positions=positions)

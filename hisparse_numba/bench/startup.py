@@ -21,8 +21,8 @@ import time
 
 FAMILIES = {
     "gather": ("hisparse_numba.compile_check", "compile_gather"),
-    "swap-in": ("hisparse_numba.hisparse.examples", "compile_examples"),
-    "speculative": ("hisparse_numba.hisparse.spec_examples", "compile_examples"),
+    "swap-in": ("hisparse_numba.hisparse.single_step.examples", "compile_examples"),
+    "speculative": ("hisparse_numba.hisparse.speculative.examples", "compile_examples"),
     "kv-canary": ("hisparse_numba.kv_canary.examples", "compile_examples"),
 }
 
@@ -116,8 +116,8 @@ def swap_in_split(batch: int, iters: int) -> dict:
     """sglang's single-step benchmark shape: top_k 2048, hot 4096, 512-byte items, 20% misses."""
     from .. import device
     from . import harness
-    from ..hisparse import swap_in as si
-    from ..hisparse.swap_in_value_checks import start_swap_in_check
+    from ..hisparse import single_step as si
+    from ..hisparse.single_step.value_checks import start_swap_in_check
     from .swap_in import Workload
 
     w = Workload(batch, 2048, 4096, 512, 0.2, 1024)
@@ -149,7 +149,7 @@ def speculative_problem(batch: int):
 
     from .. import device
     from ..hisparse import speculative as sp
-    from ..hisparse.spec_examples import make_spec_problem, set_selection
+    from ..hisparse.speculative.examples import make_spec_problem, set_selection
 
     steps, top_k, hot = 4, 512, 4096
     kw = make_spec_problem(batch=batch, steps=steps, top_k=top_k, hot=hot, tail=16, item_words=72,

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from .. import device
-from ..hisparse import swap_in as si
+from ..hisparse import single_step as si
 from . import harness
 
 

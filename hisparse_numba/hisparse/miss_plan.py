@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from .. import device
-from .spec_state import MAX_OCCURRENCES
+from .limits import MAX_OCCURRENCES
 from ..checks import check_int
 
 

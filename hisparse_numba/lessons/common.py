@@ -23,10 +23,10 @@ import numpy as np
 
 from .. import device
 from ..hisparse import speculative as spec
-from ..hisparse.examples import copy_problem, make_swap_in_problem, new_queries, to_device_problem, to_host_problem
+from ..hisparse.single_step.examples import copy_problem, make_swap_in_problem, new_queries, to_device_problem, to_host_problem
 from ..hisparse.miss_plan import alloc_miss_plan
-from ..hisparse.spec_examples import make_spec_problem, run_kernel_and_reference, set_selection
-from ..hisparse.swap_in import load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference
+from ..hisparse.speculative.examples import make_spec_problem, run_kernel_and_reference, set_selection
+from ..hisparse.single_step import load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference
 
 # ---------------------------------------------------------------------------------------------
 # Verdicts.

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import device
 from ..hisparse.miss_plan import alloc_miss_plan
-from ..hisparse.spec_examples import mismatches
+from ..hisparse.speculative.examples import mismatches
 from .common import checker, launcher_says, learner_call, report, run_speculative, spec_problem, wrong
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hisparse.miss_plan import alloc_miss_plan
-from ..hisparse.spec_examples import host_copy
+from ..hisparse.speculative.examples import host_copy
 from ..hisparse.speculative import check_speculative, load_cache_to_device_buffer_spec_mla_reference
 from .common import (PLAN_KEYS, checker, draw_grid, figure, launcher_says, learner_call, report, show, spec_problem,
                      wrong)

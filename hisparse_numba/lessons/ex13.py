@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
-from ..hisparse.examples import copy_problem, make_swap_in_problem
-from ..hisparse.planned_copy import copy_cache_planned_mla_reference
-from ..hisparse.swap_in import load_cache_to_device_buffer_mla_reference
+from ..hisparse.single_step.examples import copy_problem, make_swap_in_problem
+from ..hisparse.single_step.planned_copy import copy_cache_planned_mla_reference
+from ..hisparse.single_step import load_cache_to_device_buffer_mla_reference
 from ..kv_canary import (
     FailReason,
     RealKvHashMode,

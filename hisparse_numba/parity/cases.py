@@ -14,9 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import device
-from ..hisparse.examples import make_swap_in_problem, to_device_problem
-from ..hisparse.spec_examples import make_spec_problem, set_selection
-from ..hisparse.spec_state import HiSparseSpecState, default_scratch_capacity
+from ..hisparse.single_step.examples import make_swap_in_problem, to_device_problem
+from ..hisparse.speculative.examples import make_spec_problem, set_selection
+from ..hisparse.speculative.state import HiSparseSpecState, default_scratch_capacity
 from ..kv_canary.context import RealKvSource, VerifyOrWriteContext
 from ..kv_canary.examples import (allocate_plans, capacities, random_plan_problem, real_kv_pool,
                                   step_inputs)
@@ -176,7 +176,7 @@ def single_step_case(ours, theirs, sizes: Sizes, seed: int) -> CaseResult:
 
 def _next_queries(rng, a: dict, b: dict, sizes: Sizes) -> None:
     """A fresh valid selection for both copies (from ``a``'s resident tags, which equal ``b``'s)."""
-    from ..hisparse.examples import new_queries
+    from ..hisparse.single_step.examples import new_queries
     host = {k: device.to_host(v) if k in ("top_k_tokens", "device_buffer_tokens", "host_cache_locs",
                                           "req_pool_indices", "seq_lens") else v for k, v in a.items()}
     new_queries(rng, host)

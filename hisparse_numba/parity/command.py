@@ -84,7 +84,7 @@ def timings(ours, theirs, sizes: Sizes, seed: int, iters: int) -> list:
     import numpy as np
     rows = []
 
-    from ..hisparse.spec_examples import set_selection
+    from ..hisparse.speculative.examples import set_selection
     for regime in list(sizes.regimes)[:3]:
         misses, resident, cap = sizes.regimes[regime]
         kw = spec_problem(sizes, cap, seed)

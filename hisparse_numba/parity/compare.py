@@ -1,7 +1,7 @@
 """Comparisons of two implementations' results (NumPy snapshots), byte-exact or at slot level.
 
 A *check* is a ``Check(name, ok, detail)``; every function here returns a list of them. Inputs are
-flat snapshots ``{name: numpy array}`` as ``spec_examples.snapshot`` makes them (the speculative
+flat snapshots ``{name: numpy array}`` as ``speculative.examples.snapshot`` makes them (the speculative
 state as ``state.<field>``), taken from two runs that started from byte-identical arrays.
 
 Why slot level: sglang numbers a request's unique misses with an atomic counter, so which miss
@@ -26,8 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..hisparse.spec_examples import wrong_items
-from ..hisparse.spec_state import CLOCK_VICTIM_SAMPLES, cursor_bits, epoch_bits, next_epoch
+from ..hisparse.speculative.examples import wrong_items
+from ..hisparse.speculative.state import CLOCK_VICTIM_SAMPLES, cursor_bits, epoch_bits, next_epoch
 
 
 class Check(NamedTuple):

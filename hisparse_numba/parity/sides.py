@@ -28,7 +28,7 @@ class OursSide:
     name = "hisparse-numba"
 
     def swap_in(self, p: dict) -> None:
-        from ..hisparse.swap_in import load_cache_to_device_buffer_mla
+        from ..hisparse.single_step import load_cache_to_device_buffer_mla
         load_cache_to_device_buffer_mla(**p)
 
     def spec(self, kw: dict) -> None:

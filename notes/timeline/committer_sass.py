@@ -17,7 +17,7 @@ import sys
 
 from hisparse_numba import device
 from hisparse_numba.device import cuda
-from hisparse_numba.hisparse import spec_examples
+from hisparse_numba.hisparse.speculative import examples as spec_examples
 from hisparse_numba.hisparse.speculative import kernel
 
 

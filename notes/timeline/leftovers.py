@@ -11,8 +11,8 @@ import numpy as np
 
 from hisparse_numba.bench.spec import (HOT, ITEM_WORDS, MISS_ADVANCE, MISS_PER_STEP, NUM_STEPS, PAGE,
                                        SCRATCH, TOP_K, selections)
-from hisparse_numba.hisparse import spec_hash
-from hisparse_numba.hisparse.spec_examples import host_copy, make_spec_problem, set_selection
+from hisparse_numba.hisparse.speculative import hash as spec_hash
+from hisparse_numba.hisparse.speculative.examples import host_copy, make_spec_problem, set_selection
 import hisparse_numba.hisparse.speculative.reference as R
 
 calls_seen = []          # per call: (leftovers, kicks, the parallel chains' longest or -1)

@@ -8,7 +8,7 @@ from hisparse_numba import device
 from hisparse_numba.bench.spec import (selections, NUM_STEPS, TOP_K, HOT, PAGE, ITEM_WORDS, SCRATCH,
                                        MISS_ADVANCE, MISS_PER_STEP)
 from hisparse_numba.bench.startup import spec_call
-from hisparse_numba.hisparse.spec_examples import make_spec_problem, set_selection, snapshot, wrong_items
+from hisparse_numba.hisparse.speculative.examples import make_spec_problem, set_selection, snapshot, wrong_items
 from hisparse_numba.hisparse.speculative import check_speculative
 from hisparse_numba.hisparse.speculative import launch as L
 

@@ -19,19 +19,19 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.hisparse import planned_copy_checks as pc
-from hisparse_numba.hisparse import swap_in_checks as sc
-from hisparse_numba.hisparse import swap_in_value_checks as sv
-from hisparse_numba.hisparse.examples import (ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries,
+from hisparse_numba.hisparse.single_step import planned_copy_checks as pc
+from hisparse_numba.hisparse.single_step import checks as sc
+from hisparse_numba.hisparse.single_step import value_checks as sv
+from hisparse_numba.hisparse.single_step.examples import (ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries,
                                               planned_copy_args, to_device_problem, to_host_problem)
 from hisparse_numba.hisparse.gather import gather_to_hot_buffer, gather_to_hot_buffer_reference
 from hisparse_numba.hisparse.gather_checks import gather_flags_reference, gather_value_flags
-from hisparse_numba.hisparse.planned_copy import copy_cache_planned_mla, copy_cache_planned_mla_reference
-from hisparse_numba.hisparse.swap_in import (load_cache_to_device_buffer_mla,
+from hisparse_numba.hisparse.single_step.planned_copy import copy_cache_planned_mla, copy_cache_planned_mla_reference
+from hisparse_numba.hisparse.single_step import (load_cache_to_device_buffer_mla,
                                              load_cache_to_device_buffer_mla_reference)
 
 from ..conftest import ON_GPU, slow_on_gpu
-from .single_step_workloads import BLOCKS, SIZES
+from hisparse_numba.hisparse.single_step.workloads import BLOCKS, SIZES
 
 SEED = 20261130
 FUZZ_CONFIGS = int(os.environ.get("HISPARSE_NUMBA_FUZZ_CONFIGS", 1000 if ON_GPU else 6))

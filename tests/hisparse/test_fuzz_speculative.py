@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.hisparse.spec_examples import (make_spec_problem, mismatches,
+from hisparse_numba.hisparse.speculative.examples import (make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection,
                                                    snapshot)
 from tests.conftest import ON_GPU, slow_on_gpu

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.hisparse.examples import (
+from hisparse_numba.hisparse.single_step.examples import (
     make_swap_in_problem, planned_copy_args, to_device_problem, to_host_problem)
-from hisparse_numba.hisparse.planned_copy import (
+from hisparse_numba.hisparse.single_step.planned_copy import (
     copy_cache_planned_mla, copy_cache_planned_mla_reference)
-from hisparse_numba.hisparse.swap_in import load_cache_to_device_buffer_mla
+from hisparse_numba.hisparse.single_step import load_cache_to_device_buffer_mla
 
 from ..conftest import ON_GPU
 from .plan_misuse import plan_misuse
@@ -141,7 +141,7 @@ def test_rejected_replay_writes_nothing(rng, impl, name, mutate, message):
 
 
 def test_checks_shapes_skips_the_value_pass(rng):
-    from hisparse_numba.hisparse.planned_copy_checks import check_planned_copy
+    from hisparse_numba.hisparse.single_step.planned_copy_checks import check_planned_copy
     p = to_device_problem(plan_case(rng, 32))
     p["miss_dst"][0, 0] = 10**6                          # a value only the device pass sees
     assert check_planned_copy(**p, checks="shapes").num_real is None

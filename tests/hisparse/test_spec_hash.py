@@ -9,7 +9,7 @@ import pytest
 
 from hisparse_numba import device
 from hisparse_numba.device import cuda
-from hisparse_numba.hisparse.spec_hash import (SETTLE_CELLS, clear_cells_dev, hash_insert_dev,
+from hisparse_numba.hisparse.speculative.hash import (SETTLE_CELLS, clear_cells_dev, hash_insert_dev,
                                                hash_insert_reference, settle_offer_dev,
                                                settle_winner_dev, stage_item_dev)
 

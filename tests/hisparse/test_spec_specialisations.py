@@ -7,8 +7,8 @@ compile, so the sizes of a call must not be part of the kernel's key (docs/specu
 
 import numpy as np
 
-from hisparse_numba.hisparse import spec_state
-from hisparse_numba.hisparse.spec_examples import (make_spec_problem, mismatches,
+from hisparse_numba.hisparse.speculative import state as spec_state
+from hisparse_numba.hisparse.speculative.examples import (make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection)
 from hisparse_numba.hisparse.speculative import launch
 

@@ -5,8 +5,8 @@ import pytest
 
 from hisparse_numba import device
 from hisparse_numba.hisparse.miss_plan import alloc_miss_plan, miss_plan_capacity
-from hisparse_numba.hisparse.spec_hash import hash_insert_reference, hash_lookup_reference
-from hisparse_numba.hisparse.spec_state import (
+from hisparse_numba.hisparse.speculative.hash import hash_insert_reference, hash_lookup_reference
+from hisparse_numba.hisparse.speculative.state import (
     COUNT_GEN, HiSparseSpecState, hash_size_for, initialize_hisparse_spec_state,
     initialize_hisparse_spec_state_reference, make_hisparse_spec_state, metadata_width)
 from hisparse_numba.hisparse.speculative import table_find_reference, table_insert_reference

@@ -8,11 +8,11 @@ reference on every output and state array.
 import numpy as np
 
 from hisparse_numba import device
-from hisparse_numba.hisparse.spec_examples import (make_spec_problem, mismatches,
+from hisparse_numba.hisparse.speculative.examples import (make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection,
                                                    wrong_items)
-from hisparse_numba.hisparse.spec_hash import h0, h1
-from hisparse_numba.hisparse.spec_state import approximate_candidate, cursor_bits, pack_clock
+from hisparse_numba.hisparse.speculative.hash import h0, h1
+from hisparse_numba.hisparse.speculative.state import approximate_candidate, cursor_bits, pack_clock
 from hisparse_numba.hisparse.speculative import union_sample_positions
 
 xp = device.xp

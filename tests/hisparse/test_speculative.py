@@ -11,7 +11,7 @@ import pytest
 
 from hisparse_numba import device
 from hisparse_numba.hisparse.miss_plan import alloc_miss_plan
-from hisparse_numba.hisparse.spec_examples import (host_item_words, make_spec_problem, mismatches,
+from hisparse_numba.hisparse.speculative.examples import (host_item_words, make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection,
                                                    snapshot, wrong_items)
 from hisparse_numba.hisparse.speculative import (
@@ -79,7 +79,7 @@ def test_copies_cross_step_unique_misses():
 
 def replay_plan(plan_src, plan_dst, plan_count, host_cache, device_buffer, item_size):
     try:
-        from hisparse_numba.hisparse.planned_copy import copy_cache_planned_mla
+        from hisparse_numba.hisparse.single_step.planned_copy import copy_cache_planned_mla
     except ImportError:
         pytest.skip("planned_copy.copy_cache_planned_mla is not there yet")
     copy_cache_planned_mla(miss_src=plan_src, miss_dst=plan_dst, miss_count=plan_count,
@@ -275,5 +275,5 @@ def test_alloc_miss_plan_is_accepted():
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
 def test_compute_sanitizer_reports_no_errors(tool):
-    assert_sanitizer_clean(tool, "from tests.hisparse.spec_workloads import sanitizer_workload; "
+    assert_sanitizer_clean(tool, "from hisparse_numba.hisparse.speculative.workloads import sanitizer_workload; "
                                  "sanitizer_workload()")

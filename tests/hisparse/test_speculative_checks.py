@@ -7,10 +7,10 @@ import pytest
 
 from hisparse_numba import device
 from hisparse_numba.hisparse.miss_plan import alloc_miss_plan
-from hisparse_numba.hisparse.spec_examples import (host_copy, make_spec_problem, mismatches,
+from hisparse_numba.hisparse.speculative.examples import (host_copy, make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection,
                                                    snapshot)
-from hisparse_numba.hisparse.spec_state import (initialize_hisparse_spec_state,
+from hisparse_numba.hisparse.speculative.state import (initialize_hisparse_spec_state,
                                                 make_hisparse_spec_state)
 from hisparse_numba.hisparse.speculative import (check_speculative,
                                                  load_cache_to_device_buffer_spec_mla,

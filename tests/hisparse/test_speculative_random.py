@@ -11,12 +11,12 @@ import pytest
 from hisparse_numba import device
 from hisparse_numba.hisparse.speculative import launch
 from hisparse_numba.hisparse.speculative.device_fns import HOLD_WORDS, LANES
-from hisparse_numba.hisparse.spec_examples import (make_spec_problem, mismatches,
+from hisparse_numba.hisparse.speculative.examples import (make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection,
                                                    snapshot, wrong_items)
-from hisparse_numba.hisparse.spec_state import initialize_hisparse_spec_state
+from hisparse_numba.hisparse.speculative.state import initialize_hisparse_spec_state
 from tests.conftest import ON_GPU, slow_on_gpu
-from tests.hisparse.spec_workloads import owned_locations
+from hisparse_numba.hisparse.speculative.workloads import owned_locations
 
 xp = device.xp
 

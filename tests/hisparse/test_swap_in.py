@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from hisparse_numba import device
 from hisparse_numba import value_flags
-from hisparse_numba.hisparse.examples import (
+from hisparse_numba.hisparse.single_step.examples import (
     ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries, planned_copy_args, to_device_problem,
     to_host_problem)
-from hisparse_numba.hisparse.planned_copy import copy_cache_planned_mla
-from hisparse_numba.hisparse.swap_in import (
+from hisparse_numba.hisparse.single_step.planned_copy import copy_cache_planned_mla
+from hisparse_numba.hisparse.single_step import (
     load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference)
 from ..conftest import ON_GPU, assert_sanitizer_clean, slow_on_gpu
 from .plan_misuse import plan_misuse
@@ -322,9 +322,9 @@ def test_rejected_call_writes_nothing(impl, name, mutate, message):
 SANITIZER_SCRIPT = """
 import numpy as np
 from hisparse_numba import device
-from hisparse_numba.hisparse.examples import make_swap_in_problem, to_device_problem, planned_copy_args
-from hisparse_numba.hisparse.swap_in import load_cache_to_device_buffer_mla
-from hisparse_numba.hisparse.planned_copy import copy_cache_planned_mla
+from hisparse_numba.hisparse.single_step.examples import make_swap_in_problem, to_device_problem, planned_copy_args
+from hisparse_numba.hisparse.single_step import load_cache_to_device_buffer_mla
+from hisparse_numba.hisparse.single_step.planned_copy import copy_cache_planned_mla
 rng = np.random.default_rng(0)
 for bs in (256, 960, 1024):
     p = make_swap_in_problem(rng, batch=3, num_top_k=2048, hot_buffer_size=4096, block_size=bs,
@@ -379,7 +379,7 @@ def test_hot_slots_sharing_a_device_row_are_rejected():
 
 
 def test_checks_shapes_skips_the_value_pass_and_full_is_the_default():
-    from hisparse_numba.hisparse.swap_in_checks import check_swap_in
+    from hisparse_numba.hisparse.single_step.checks import check_swap_in
     p = to_device_problem(make_swap_in_problem(np.random.default_rng(5), batch=3, num_top_k=8, hot_buffer_size=16))
     p["req_pool_indices"][0] = 99                       # a value only the device pass sees
     assert check_swap_in(**p, checks="shapes").num_real is None
@@ -416,7 +416,7 @@ def test_a_decode_loop_reuses_the_check_kernels_argument_list():
     an argument, so the check kernel of a repeated call on the same buffers launches with its
     previous argument list, and the second call still sees its own epoch (no false "shared
     device row")."""
-    from hisparse_numba.hisparse.swap_in_value_checks import CHECK_BLOCK, swap_in_check_kernel
+    from hisparse_numba.hisparse.single_step.value_checks import CHECK_BLOCK, swap_in_check_kernel
 
     p = to_device_problem(make_swap_in_problem(np.random.default_rng(7), batch=3, num_top_k=8, hot_buffer_size=16,
                                                num_real=3, block_size=32))

@@ -81,7 +81,7 @@ def test_recorded_gather_writes_each_chunk_once():
 
 
 def _step5():
-    from hisparse_numba.hisparse.examples import copy_problem  # noqa: F401
+    from hisparse_numba.hisparse.single_step.examples import copy_problem  # noqa: F401
     H, K, S = 6, 3, 20
     return dict(
         top_k_tokens=np.array([[4, 12, 13]], np.int32),

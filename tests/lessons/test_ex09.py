@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hisparse_numba.hisparse.examples import make_swap_in_problem
+from hisparse_numba.hisparse.single_step.examples import make_swap_in_problem
 from hisparse_numba.lessons import common, ex09
 
 

@@ -4,7 +4,7 @@ import matplotlib
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.hisparse.examples import copy_problem  # noqa: F401
+from hisparse_numba.hisparse.single_step.examples import copy_problem  # noqa: F401
 from hisparse_numba.lessons import ex14
 
 from . import puzzle_kernels as k

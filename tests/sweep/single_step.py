@@ -9,7 +9,7 @@ from hisparse_numba.hisparse import (copy_cache_planned_mla, copy_cache_planned_
                                      gather_to_hot_buffer, gather_to_hot_buffer_reference,
                                      load_cache_to_device_buffer_mla,
                                      load_cache_to_device_buffer_mla_reference)
-from hisparse_numba.hisparse.examples import make_swap_in_problem, planned_copy_args
+from hisparse_numba.hisparse.single_step.examples import make_swap_in_problem, planned_copy_args
 
 from .harness import (EntryPoint, Mutation, alias, array_mutations, put, reference_judge,
                       scalar_mutations, value_mutation)

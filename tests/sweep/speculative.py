@@ -12,8 +12,8 @@ import sys
 from hisparse_numba import device
 from hisparse_numba.checks import check_miss_plan
 from hisparse_numba.hisparse.miss_plan import alloc_miss_plan, miss_plan_capacity
-from hisparse_numba.hisparse.spec_examples import host_copy, make_spec_problem, set_selection
-from hisparse_numba.hisparse.spec_state import (HiSparseSpecState, initialize_hisparse_spec_state,
+from hisparse_numba.hisparse.speculative.examples import host_copy, make_spec_problem, set_selection
+from hisparse_numba.hisparse.speculative.state import (HiSparseSpecState, initialize_hisparse_spec_state,
                                                 initialize_hisparse_spec_state_reference,
                                                 make_hisparse_spec_state, next_sigma)
 from hisparse_numba.hisparse.speculative import (check_speculative,

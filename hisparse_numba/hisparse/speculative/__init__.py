@@ -3,7 +3,7 @@
 Speculative decoding produces ``steps`` top-k selections per request (one per draft/verify row,
 each with its own sequence length). This launcher resolves all ``T = steps * top_k`` occurrences
 of a request in one launch pair and writes one physical device location per occurrence into
-``top_k_device_locs[batch, steps, top_k]``. State layout: ``spec_state.py``. The behaviour it
+``top_k_device_locs[batch, steps, top_k]``. State layout: ``state.py``. The behaviour it
 reproduces: docs/speculative-swap-in.md. Lessons 01, 03, 04 and 08 use this launcher.
 
 Files, in reading order: ``checks.py`` (arguments, ``check_speculative -> SpecCall``),
@@ -50,7 +50,7 @@ reference follows the same definitions, so kernel == reference on every output a
   misses 512 at a time (sample, then that chunk's fallbacks), as sglang's commit block does.
 * Approximate-mode admission: last-step misses with ``unique_idx < capacity`` are claimed; the
   first ``budget`` of them in ``unique_idx`` order are admitted.
-* Hash inserts: rounds in ordinal order (``spec_state.py`` docstring).
+* Hash inserts: rounds in ordinal order (``state.py`` docstring).
 
 Commit, per real request: ``union mode`` when ``misses + union_hits <= H`` (every scratch miss
 with a location is promoted), else the *approximate mode* (if there is no overflow all reference

@@ -16,7 +16,7 @@ from ... import device
 from ...checks import (attach_check, check_dtype, check_inner_contiguous, check_int, check_item_copy,
                        check_miss_plan, check_mode, check_ndim, check_no_overlap, fail,
                        remember_host_checks, require_array, row_stride, settle)
-from ..spec_state import MAX_OCCURRENCES, check_state
+from .state import MAX_OCCURRENCES, check_state
 from .value_checks import raise_value_flags, start_value_checks, value_checks
 
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda
-from ..spec_hash import MASK32, thread_range_dev
-from ..spec_state import CLAIM_BIT, COMMIT_CHUNK, approximate_candidate_dev
+from .hash import MASK32, thread_range_dev
+from .state import CLAIM_BIT, COMMIT_CHUNK, approximate_candidate_dev
 from .device_fns import (EMPTY_KEY, HOT, MISS, NO_OCCURRENCE, PROPOSED, admit_claimed_dev,
                          approximate_propose_dev, classify_dev, clear_round_flag_dev,
                          evict_victim_dev, fallback_victims_dev, load_coherent_dev,

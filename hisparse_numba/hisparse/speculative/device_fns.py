@@ -15,9 +15,9 @@ import numpy as np
 
 from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda
-from ..spec_hash import (KNUTH, MASK32, hash_erase_dev, hash_lookup_dev, knuth_hash_dev,
+from .hash import (KNUTH, MASK32, hash_erase_dev, hash_lookup_dev, knuth_hash_dev,
                          stage_item_dev, thread_range_dev)
-from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, UNRESOLVED,
+from .state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMPACT_POS_MASK, UNRESOLVED,
                           approximate_candidate_dev)
 
 LANES = 32

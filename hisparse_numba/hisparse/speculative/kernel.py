@@ -22,8 +22,8 @@ from ...blockscan import block_exclusive_scan_dev
 from ...device import cuda, jit_kernel
 from ...value_flags import gate_closed_dev
 from ...itemcopy import copy_item_dev, copy_items_flat_dev
-from ..spec_hash import MASK32, SETTLE_CELLS, clear_cells_dev, hash_insert_dev
-from ..spec_state import (COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK,
+from .hash import MASK32, SETTLE_CELLS, clear_cells_dev, hash_insert_dev
+from .state import (COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK,
                           MAX_OCCURRENCES, UNRESOLVED, clock_bits_dev, next_epoch_dev,
                           next_sigma_dev, pack_clock_dev, pack_generation_dev)
 from .commit import (admit_dev, approximate_victims_dev, count_victims_dev, evict_victims_dev,

@@ -16,7 +16,7 @@ import numpy as np
 from ... import device, value_flags
 from ...checks import launch_then_settle
 from ..miss_plan import placeholder_plan
-from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK
+from .state import COUNT_GEN, COUNT_UNION, COUNT_WORK
 from ...arguments import derived_argument, int64_view
 from .checks import SpecCall, check_speculative, settle_speculative
 from .device_fns import EMPTY_KEY, LANES, MAX_THREADS, NO_OCCURRENCE

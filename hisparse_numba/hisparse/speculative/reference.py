@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...itemcopy import item_rows
-from ..spec_hash import KNUTH, MASK32, h0, h1, hash_erase_reference, hash_insert_reference, knuth_hash
-from ..spec_state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
+from .hash import KNUTH, MASK32, h0, h1, hash_erase_reference, hash_insert_reference, knuth_hash
+from .state import (ADMIT_BIT, CLAIM_BIT, CLOCK_VICTIM_SAMPLES, COMMIT_CHUNK, COMPACT_POS_MASK,
                           COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK, UNRESOLVED, approximate_candidate,
                           cursor_bits, epoch_bits, next_epoch, next_sigma, pack_clock,
                           pack_generation)

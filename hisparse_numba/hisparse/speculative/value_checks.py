@@ -35,7 +35,7 @@ from ... import device, value_flags
 from ...checks import element_at, fail
 from ...device import cuda, jit_kernel
 from ...value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
-from ..spec_state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
+from .state import COUNT_GEN, COUNT_UNION, COUNT_WORK, epoch_bits, next_sigma, next_sigma_dev
 from ...arguments import derived_argument, int64_view
 
 # conditions (value_flags.check_flags)

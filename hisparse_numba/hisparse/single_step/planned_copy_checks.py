@@ -20,13 +20,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import device, value_flags
-from ..checks import (FlagTally, attach_check, check_block_size, check_flag, check_int,
+from ... import device, value_flags
+from ...checks import (FlagTally, attach_check, check_block_size, check_flag, check_int,
                       check_item_buffer, check_item_copy, check_miss_plan, check_mode,
                       check_no_overlap, describe, fail, remember_host_checks,
                       require_array, settle)
-from ..device import cuda
-from ..value_flags import (CHECK_CONDITIONS, claim_epoch_dev, finish_check_dev, flag_bad_dev,
+from ...device import cuda
+from ...value_flags import (CHECK_CONDITIONS, claim_epoch_dev, finish_check_dev, flag_bad_dev,
                            report_value_dev)
 
 NUM_REAL, COUNT, SOURCE, DESTINATION = range(4)

@@ -14,7 +14,7 @@ device settles each round's contention in a shared table when the items fit (one
 one table for both banks' rounds, then plain stores: the speculative commit), else by
 ``atomic.max`` on the banks themselves (the initialiser).
 
-Reference functions first, then their device versions. Used by ``spec_state.py`` (the
+Reference functions first, then their device versions. Used by ``state.py`` (the
 initialiser) and the speculative swap-in; lessons 01, 03, 04 and 08 run both.
 """
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blockscan import block_exclusive_scan_dev
-from ..device import cuda
+from ...blockscan import block_exclusive_scan_dev
+from ...device import cuda
 
 KNUTH = 2654435761
 MASK32 = 0xFFFFFFFF

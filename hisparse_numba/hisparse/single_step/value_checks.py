@@ -2,7 +2,7 @@
 one pass (``value_flags``: one launch, one small read-back, the kernel gated on the verdict).
 
 ``swap_in_check_kernel`` runs one block per batch row; ``swap_in_flags_reference`` is the same
-verdict in NumPy (the oracle of the tests). ``swap_in_checks`` turns a verdict into the ValueError
+verdict in NumPy (the oracle of the tests). ``checks`` turns a verdict into the ValueError
 and holds the host checks. Lessons 01, 08 and 13 show what these checks prevent.
 
 The value conditions, per real batch row ``b`` (each flag's index is the row):
@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import device, value_flags
-from ..checks import FlagTally
-from ..device import cuda, jit_kernel
-from ..value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, finish_check_dev,
+from ... import device, value_flags
+from ...checks import FlagTally
+from ...device import cuda, jit_kernel
+from ...value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, finish_check_dev,
                            flag_bad_dev, report_value_dev)
-from .swap_in_hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
+from .hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 if TYPE_CHECKING:
-    from .swap_in_checks import SwapInCall
+    from .checks import SwapInCall
 
 NUM_REAL, REQUEST, SELECTION, SLOT_STATE, MISS_SOURCE, HOT_LOCATION = range(6)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back

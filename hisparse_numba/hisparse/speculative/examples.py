@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import device
-from .miss_plan import alloc_miss_plan
-from .spec_state import (HiSparseSpecState, default_scratch_capacity,
+from ... import device
+from ..miss_plan import alloc_miss_plan
+from .state import (HiSparseSpecState, default_scratch_capacity,
                          initialize_hisparse_spec_state, make_hisparse_spec_state)
 
 ITEM_MULTIPLIER = 1_000_003
@@ -119,7 +119,7 @@ def snapshot(kw) -> dict:
 
 def run_kernel_and_reference(kw) -> tuple:
     """Run the launcher on ``kw`` and the reference on a host copy; return both snapshots."""
-    from .speculative import (load_cache_to_device_buffer_spec_mla,
+    from . import (load_cache_to_device_buffer_spec_mla,
                               load_cache_to_device_buffer_spec_mla_reference)
 
     ref = host_copy(kw)
@@ -161,7 +161,7 @@ def wrong_items(snap: dict, item_words: int, *, tail_ok=True) -> list:
 
 def compile_examples() -> None:
     """Call every launcher of this family once on small valid inputs (with and without a plan)."""
-    from .speculative import load_cache_to_device_buffer_spec_mla
+    from . import load_cache_to_device_buffer_spec_mla
 
     for record in (False, True):
         kw = make_spec_problem(batch=2, steps=2, top_k=16, hot=16, tail=4, item_words=2,

@@ -30,7 +30,7 @@ occurrences per request and a power-of-two ``hash_size``:
     compact entries (table position in bits 0-12, claim bit 29, admit bit 30). ``sigma`` is the
     call's scratch epoch, so entries of earlier calls are invisible without clearing the row.
 
-Hash banks, lookups and inserts: ``spec_hash.py``.
+Hash banks, lookups and inserts: ``hash.py``.
 
 ``initialize_hisparse_spec_state`` launch geometry: one block of ``INIT_THREADS`` per entry of
 ``req_pool_indices``; the block clears the request's banks, reference epochs, metadata row, CLOCK
@@ -45,14 +45,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import device
-from ..checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
-from ..device import cuda
-from .spec_hash import KNUTH, MASK32, hash_insert_dev, hash_insert_reference
-from ..checks import check_int, check_mode, require_array
-from .spec_state_checks import initialize_value_checks
+from ... import device
+from ...checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
+from ...device import cuda
+from ..limits import MAX_OCCURRENCES
+from .hash import KNUTH, MASK32, hash_insert_dev, hash_insert_reference
+from ...checks import check_int, check_mode, require_array
+from .state_checks import initialize_value_checks
 
-MAX_OCCURRENCES = 8192  # compact entries keep the table position in 13 bits
 COMPACT_POS_MASK = 0x1FFF
 CLAIM_BIT = 1 << 29
 ADMIT_BIT = 1 << 30
@@ -271,7 +271,7 @@ def check_initialize(*, device_buffer_tokens, req_pool_indices, state, checks="f
     """Every check of the initialiser (ValueError naming the argument, before any write).
 
     ``checks="full"`` (default) also checks the values of ``req_pool_indices`` (request slots in
-    ``[0, n)``, distinct) in one device pass (``spec_state_checks``); ``"shapes"`` skips that for
+    ``[0, n)``, distinct) in one device pass (``state_checks``); ``"shapes"`` skips that for
     callers who validated them. ``on_device=False`` computes the same verdict in NumPy (the
     reference).
     """

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import device, value_flags
-from ..checks import fail
-from ..device import cuda
-from ..value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
+from ... import device, value_flags
+from ...checks import fail
+from ...device import cuda
+from ...value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
 
 CHECK_THREADS = 128
 # conditions of the initialiser's check (value_flags.check_flags)

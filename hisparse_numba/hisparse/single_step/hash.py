@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..device import cuda
+from ...device import cuda
 
 HASH_MULTIPLIER = 2654435761  # Knuth's multiplicative hash, as sglang
 HASH_EMPTY = -1

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import functools
 
-from .. import device, value_flags
-from ..checks import launch_then_settle
-from ..device import cuda
-from ..value_flags import gate_closed_dev
-from ..itemcopy import copy_item_dev, item_rows
+from ... import device, value_flags
+from ...checks import launch_then_settle
+from ...device import cuda
+from ...value_flags import gate_closed_dev
+from ...itemcopy import copy_item_dev, item_rows
 from .planned_copy_checks import (NUM_REAL_VALUE, PlannedCopyCall, check_planned_copy,
                                   planned_copy_flags_reference, raise_planned_copy_flags,
                                   settle_planned_copy)

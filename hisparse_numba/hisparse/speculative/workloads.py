@@ -4,7 +4,7 @@ invariant of the random sequences."""
 import numpy as np
 
 from hisparse_numba import device
-from hisparse_numba.hisparse.spec_examples import make_spec_problem, set_selection
+from hisparse_numba.hisparse.speculative.examples import make_spec_problem, set_selection
 from hisparse_numba.hisparse.speculative import load_cache_to_device_buffer_spec_mla
 
 

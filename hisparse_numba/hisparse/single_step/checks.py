@@ -3,13 +3,13 @@
 sglang's own checks come first, with its texts; then the checks it leaves out although breaking
 them corrupts memory or state silently (``docs/single-step-swap-in.md#what-sglang-leaves-unchecked``).
 Python types, shapes, dtypes and layouts are checked on the host. The values the kernel indexes
-with are checked on the device in one pass (``swap_in_value_checks``: one launch, one block per
+with are checked on the device in one pass (``value_checks``: one launch, one block per
 batch row, one 136-byte read-back that the launcher awaits after enqueuing its gated kernel), so
 validation costs no host copy of the tables and no memory that grows with ``seq_lens``. Only a
 rejected call reads the offending row back, to say what is wrong with it (here).
 ``checks="shapes"`` skips the device pass.
 
-The value conditions are listed in ``swap_in_value_checks``.
+The value conditions are listed in ``value_checks``.
 
 Lessons 05, 07, 08 and 09 each teach one of the shape checks.
 """
@@ -21,13 +21,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import device
-from ..checks import (agreed_rows, attach_check, check_block_size, check_dtype,
+from ... import device
+from ...checks import (agreed_rows, attach_check, check_block_size, check_dtype,
                       check_dtype_in, check_flag, check_inner_contiguous, check_int,
                       check_item_buffer, check_item_copy, check_miss_plan, check_mode, check_ndim,
                       check_no_overlap, describe, fail, remember_host_checks,
                       require_array, row_stride, settle)
-from .swap_in_value_checks import (HOT_LOCATION, MISS_SOURCE, NUM_REAL, NUM_REAL_VALUE, REQUEST,
+from .value_checks import (HOT_LOCATION, MISS_SOURCE, NUM_REAL, NUM_REAL_VALUE, REQUEST,
                                    SELECTION, SLOT_STATE, start_swap_in_check)
 
 MAX_SLOTS = 32767  # slot ids and lanes are int16
@@ -292,7 +292,7 @@ def check_swap_in(top_k_tokens, device_buffer_tokens, host_cache_locs, device_bu
     """Every precondition of the single-step swap-in, checked before anything is written.
 
     Takes the launcher's arguments, in its order (``page_size`` is unused, as in sglang), so that
-    ``check_swap_in(**problem)`` works on a problem of ``hisparse.examples``.
+    ``check_swap_in(**problem)`` works on a problem of ``single_step.examples``.
 
     sglang's own checks come first, with its texts; then the checks sglang omits although a
     violation corrupts memory or state silently

@@ -6,14 +6,14 @@ A *problem* is a dict of NumPy arrays and scalars named after the keyword argume
 
 Every request row owns its own host rows (``rid * max_seq + position``) and its own device rows
 (a shuffled block of ``H + 1`` rows), so plans of different rows never overlap.
-(The speculative builders live in ``spec_examples.py``.)
+(The speculative builders live in ``speculative/examples.py``.)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import device
+from ... import device
 
 ARRAY_KEYS = ("top_k_tokens", "device_buffer_tokens", "host_cache_locs", "device_buffer_locs",
               "host_cache", "device_buffer", "top_k_device_locs", "req_pool_indices", "seq_lens",
@@ -170,7 +170,7 @@ def planned_copy_args(problem, device_buffer, *, num_blocks=2, block_size=64, sk
 def compile_examples() -> None:
     """Call every single-step launcher once on small valid inputs (every kernel variant)."""
     from .planned_copy import copy_cache_planned_mla
-    from .swap_in import load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference
+    from . import load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference
 
     rng = np.random.default_rng(0)
     for index_dtype in (np.int32, np.int64):
