@@ -38,7 +38,7 @@ strides), 08 (padded batches), 09 (hot buffer size), 13 (capstone).
 """
 
 from .checks import SwapInCall, check_swap_in, settle_swap_in
-from .kernel import swap_in_kernel
+from .v2_tuned import swap_in_kernel
 from .launch import kernel_args, launch_unchecked, load_cache_to_device_buffer_mla
 from .reference import load_cache_to_device_buffer_mla_reference
 

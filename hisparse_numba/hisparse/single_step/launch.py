@@ -10,7 +10,7 @@ from ... import device, value_flags
 from ...checks import launch_then_settle
 from ..miss_plan import placeholder_plan
 from .checks import SwapInCall, check_swap_in, settle_swap_in
-from .kernel import swap_in_kernel
+from .v2_tuned import swap_in_kernel
 
 
 def kernel_args(call: SwapInCall) -> tuple:

@@ -1,7 +1,7 @@
 """Launcher of the speculative swap-in: launch geometry, the private workspace, the launch.
 
 ``load_cache_to_device_buffer_spec_mla(**keywords)`` is ``launch_unchecked(check_speculative(
-**keywords))``: checks (``checks.py``), then one launch of ``kernel.swap_kernel`` on a grid sized
+**keywords))``: checks (``checks.py``), then one launch of ``v3_tuned.swap_kernel`` on a grid sized
 by ``geometry``. Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked`` where they show what
 a check prevents.
 """
@@ -20,7 +20,7 @@ from .state import COUNT_GEN, COUNT_UNION, COUNT_WORK
 from ...arguments import derived_argument, int64_view
 from .checks import SpecCall, check_speculative, settle_speculative
 from .device_fns import EMPTY_KEY, LANES, MAX_THREADS, NO_OCCURRENCE
-from .kernel import swap_kernel
+from .v3_tuned import swap_kernel
 
 
 def block_threads(num_occurrences: int) -> int:
