@@ -16,105 +16,14 @@ Used by lesson 00 (grid, block, thread, warp) and by the kernel puzzles of lesso
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from .. import device
+from .simsched import record_launch
+from .simtrace import Access, BarrierRound, RecorderLimit, RecordingArray, Trace, Where
 
-
-@dataclass(frozen=True)
-class Access:
-    """One read or write: ``block``/``thread`` are ``(x, y, z)``; ``index`` is the flat element."""
-
-    buffer: str
-    kind: str          # "read" or "write"
-    block: tuple
-    thread: tuple
-    warp: int
-    index: int
-    in_bounds: bool
-
-    @property
-    def who(self) -> str:
-        """The thread as lessons print it: ``(block.x, thread.x)``."""
-        return f"({self.block[0]}, {self.thread[0]})"
-
-
-@dataclass
-class Trace:
-    """Every access of one launch, and the arrays that were recorded (by name)."""
-
-    grid: tuple
-    block: tuple
-    arrays: dict = field(default_factory=dict)
-    accesses: list = field(default_factory=list)
-
-    def of(self, buffer: str, kind: str | None = None, in_bounds: bool | None = None) -> list:
-        return [a for a in self.accesses if a.buffer == buffer and (kind is None or a.kind == kind)
-                and (in_bounds is None or a.in_bounds == in_bounds)]
-
-    def out_of_bounds(self) -> list:
-        return [a for a in self.accesses if not a.in_bounds]
-
-    def writers(self, buffer: str) -> dict:
-        """``{flat index: [accesses]}`` of the in-bounds writes to ``buffer``."""
-        out: dict = {}
-        for a in self.of(buffer, "write", True):
-            out.setdefault(a.index, []).append(a)
-        return out
-
-
-class RecordingArray:
-    """A NumPy array seen by a simulated kernel, logging each element access to a ``Trace``."""
-
-    def __init__(self, array: np.ndarray, name: str, trace: Trace):
-        self._a, self.name, self._trace = array, name, trace
-        self.shape, self.ndim, self.size, self.dtype = array.shape, array.ndim, array.size, array.dtype
-        self._lock = threading.Lock()
-
-    def __len__(self):
-        return self.shape[0]
-
-    def _flat(self, key):
-        key = key if isinstance(key, tuple) else (key,)
-        if len(key) != self.ndim or not all(isinstance(k, (int, np.integer)) for k in key):
-            raise TypeError(f"{self.name}[{key}]: index with {self.ndim} integer(s) (the picture "
-                            "records single elements)")
-        key = tuple(int(k) for k in key)
-        ok = all(0 <= k < n for k, n in zip(key, self.shape))
-        flat = int(np.ravel_multi_index(key, self.shape)) if ok else _flat_unchecked(key, self.shape)
-        return key, flat, ok
-
-    def _log(self, kind, flat, ok):
-        t = threading.current_thread()
-        acc = Access(self.name, kind, tuple(t.blockIdx), tuple(t.threadIdx), t.thread_id // 32, flat, ok)
-        with self._lock:
-            self._trace.accesses.append(acc)
-
-    def __getitem__(self, key):
-        key, flat, ok = self._flat(key)
-        self._log("read", flat, ok)
-        return self._a[key] if ok else self.dtype.type(0)
-
-    def __setitem__(self, key, value):
-        key, flat, ok = self._flat(key)
-        self._log("write", flat, ok)
-        if ok:
-            self._a[key] = value
-
-
-def _flat_unchecked(key, shape) -> int:
-    flat = 0
-    for k, n in zip(key, shape):
-        flat = flat * n + k
-    return flat
-
-
-def _dims(d) -> tuple:
-    d = tuple(d) if isinstance(d, (tuple, list)) else (d,)
-    return d + (1,) * (3 - len(d))
+__all__ = ["Access", "BarrierRound", "RecorderLimit", "RecordingArray", "Trace", "Where", "chunk_of", "draw",
+           "record", "show", "thread_colour"]
 
 
 def record(kernel, grid, block, *args, names=None):
@@ -129,18 +38,7 @@ def record(kernel, grid, block, *args, names=None):
         device.launch(kernel, grid, block, *args)
         device.synchronize()
         return None
-    trace = Trace(_dims(grid), _dims(block))
-    wrapped, k = [], 0
-    for a in args:
-        if isinstance(a, np.ndarray) and a.ndim > 0:
-            name = names[k] if names and k < len(names) else f"arg{k}"
-            k += 1
-            trace.arrays[name] = a
-            wrapped.append(RecordingArray(a, name, trace))
-        else:
-            wrapped.append(a)
-    device.run_simulated(kernel, grid, block, wrapped)
-    return trace
+    return record_launch(kernel, grid, block, args, names)
 
 
 def chunk_of(trace: Trace, access: Access) -> int:
