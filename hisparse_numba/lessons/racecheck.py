@@ -23,6 +23,7 @@ On a GPU the kernel runs normally and the report says that the check needs the s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,13 +38,15 @@ NEEDS_SIMULATOR = ("the race check needs the CUDA simulator (NUMBA_ENABLE_CUDASI
 
 @dataclass(frozen=True)
 class Race:
-    """``first`` and ``second`` touched ``array[index]`` (flat) with nothing ordering them."""
+    """``first`` and ``second`` touched ``array[index]`` (flat) with nothing ordering them (the first
+    such element of the two lines; ``elements`` lists them all)."""
 
     array: str
     index: int
     first: Access
     second: Access
     message: str
+    elements: tuple = ()        # every flat index of ``array`` raced on by the same two lines
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class Report:
 
     def draw(self, buffers=None, **kwargs):
         """``threadviz.draw`` of the trace by barrier interval, the raced elements outlined in red."""
-        highlight = [(r.array, r.index) for r in self.races]
+        highlight = [(r.array, i) for r in self.races for i in r.elements]
         return threadviz.draw(self.trace, buffers, by_interval=True, highlight=highlight, **kwargs)
 
 
@@ -142,14 +145,17 @@ def find_races(trace: Trace) -> list:
     groups: dict = {}
     for a in trace.accesses:
         if a.in_bounds:          # shared memory: one copy per block, so only a block's own threads meet
-            groups.setdefault((a.buffer, a.block if a.space == "shared" else (), a.index), []).append(a)
+            same = groups.setdefault((a.buffer, a.block if a.space == "shared" else (), a.index), {})
+            same.setdefault((a.block, a.thread, a.interval, a.kind, a.where), a)   # a loop's repeats: its first
     rank = {name: i for i, name in enumerate(trace.arrays)}
     found: dict = {}
+    elements: dict = {}
     program = _ProgramOrder(trace)
     for key in sorted(groups, key=lambda k: (rank.get(k[0], len(rank)), k[1], k[2])):
-        accesses = sorted(groups[key], key=lambda a: (a.block, a.thread, a.seq))
+        accesses = sorted(groups[key].values(), key=lambda a: (a.block, a.thread, a.seq))
+        reads = [a for a in accesses if a.kind == "read"]
         for w in (a for a in accesses if a.kind != "read"):
-            for x in accesses:
+            for x in accesses if w.kind == "write" else reads:
                 if not _conflict(w, x):
                     continue
                 first, second = (x, w) if x.kind == "read" or (w.kind != "read" and (x.block, x.thread) <
@@ -157,7 +163,9 @@ def find_races(trace: Trace) -> list:
                 pair = (key[0], frozenset((first.where, second.where)))
                 if pair not in found:
                     found[pair] = Race(key[0], key[2], first, second, _race_message(trace, first, second, program))
-    return list(found.values())
+                    elements[pair] = {key[2]: None}
+                elements[pair][key[2]] = None
+    return [dataclasses.replace(race, elements=tuple(elements[pair])) for pair, race in found.items()]
 
 
 class _ProgramOrder:
@@ -210,7 +218,7 @@ def _race_message(trace: Trace, first: Access, second: Access, program: _Program
         return (f"{said}: they are in different blocks, which no barrier orders (`cuda.syncthreads()` waits "
                 f"only for the threads of one block): give each element of {first.buffer} to one block, or "
                 "use `cuda.atomic`")
-    if first.where == second.where:
+    if first.where == second.where and (both_write or first.run == second.run):
         if both_write:
             return (f"{said}, in the same barrier interval: which value stays depends on the thread order; give "
                     "each element one writing thread, or combine the values with `cuda.atomic`")
@@ -220,14 +228,19 @@ def _race_message(trace: Trace, first: Access, second: Access, program: _Program
 
 
 def _placement(home: str, first: Access, second: Access, program: _ProgramOrder) -> str:
-    order = program.earlier(first, second) or tuple(sorted((first.where, second.where),
-                                                           key=lambda w: (w.file, w.line)))
-    early, late = order
-    if early.file == late.file and early.function == late.function:
-        if early.line < late.line:
-            return f"between {early.at(home)} and line {late.line}"
-        return f"after {early.at(home)}"            # a loop: the later line runs again after the earlier
-    return f"after {early.at(home)}, before {late.at(home)}"
+    """Where a barrier separates the two accesses: after the one that came first (in an earlier round of
+    a loop, else earlier in the thread's own order), before the other."""
+    if first.run != second.run:
+        early, late = (first.where, second.where) if first.run < second.run else (second.where, first.where)
+    else:
+        early, late = program.earlier(first, second) or sorted((first.where, second.where),
+                                                               key=lambda w: (w.file, w.line))
+    if early.file != late.file or early.function != late.function:
+        return f"after {early.at(home)}, before {late.at(home)}"
+    if early.line < late.line:
+        return f"between {early.at(home)} and line {late.line}"
+    return (f"after {early.at(home)}, so that it ends each round of the loop (outside any `if`: every thread "
+            "must reach it)")
 
 
 # --- barrier divergence -----------------------------------------------------------------------
@@ -251,13 +264,13 @@ def find_divergence(trace: Trace) -> list:
             if (kind, where) in seen:
                 continue
             seen.add((kind, where))
-            others = [f"{len(t)} waited at {w.at(home)} instead" for (k, w), t in r.arrived.items()
+            others = [f"{len(t)} waited at {w.at(home)}" for (k, w), t in r.arrived.items()
                       if (k, w) != (kind, where)]
             if r.total > reached:
-                others.append(f"{r.total - reached} had returned")
+                others.append(f"{r.total - reached} finished without reaching it")
             message = (f"cuda.{kind}() at {where.at(home)} was reached by {len(threads)} of {r.total} threads of "
                        f"block {block_name(trace, r.block)}: a barrier inside `if` that not every thread takes is "
-                       f"undefined behaviour (it can hang on a GPU); of the others, {', '.join(others)}")
+                       f"undefined behaviour (it can hang on a GPU); the other threads: {', '.join(others)}")
             out.append(Divergence(where.line, len(threads), r.total, r.block, message, where, kind))
     return out
 

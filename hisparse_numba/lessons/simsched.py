@@ -109,6 +109,7 @@ def _thread_class(block_thread):
             if self.abort:
                 raise RuntimeError("abort flag set on syncthreads clear")
             self.interval += 1
+            self.runs, self.last_access = {}, None        # line executions count from the barrier
             return self.result
 
         def syncthreads(self):

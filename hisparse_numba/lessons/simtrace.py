@@ -20,11 +20,13 @@ the array they came from, and an index past the end is logged as out of bounds a
 
 from __future__ import annotations
 
+import io
 import linecache
 import os
 import re
 import sys
 import threading
+import tokenize
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,18 +85,37 @@ def _is_infra(filename: str) -> bool:
     return known
 
 
-def learner_where() -> Where:
-    """The innermost line of kernel code on the calling thread's stack (recorder frames skipped)."""
+def learner_frame():
+    """The innermost frame of kernel code on the calling thread's stack (recorder frames skipped)."""
     f = sys._getframe(1)
     while f is not None and _is_infra(f.f_code.co_filename):
         f = f.f_back
+    return f
+
+
+def where_of(f) -> Where:
     if f is None:
         return UNKNOWN
     key = (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
     where = _WHERE.get(key)
     if where is None:
-        where = _WHERE[key] = Where(key[0], key[1], key[2], linecache.getline(key[0], key[1]).strip())
+        where = _WHERE[key] = Where(key[0], key[1], key[2], _code(linecache.getline(key[0], key[1])))
     return where
+
+
+def learner_where() -> Where:
+    """The innermost line of kernel code on the calling thread's stack."""
+    return where_of(learner_frame())
+
+
+def _code(line: str) -> str:
+    """A source line without its comment and surrounding blanks."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return line.strip()
+    comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+    return (line[:comment.start[1]] if comment else line).strip()
 
 
 @dataclass(frozen=True)
@@ -103,7 +124,8 @@ class Access:
 
     ``space`` is ``global`` (an argument) or ``shared``; ``where`` the kernel line; ``interval`` the
     number of barriers the thread had passed; ``seq`` the thread's own access count; ``op`` the
-    atomic's name (``add``, ``max``, ...)."""
+    atomic's name (``add``, ``max``, ...); ``run`` counts the thread's executions of
+    the line since its last barrier (1 for the first: in a loop, the round)."""
 
     buffer: str
     kind: str          # "read", "write" or "atomic"
@@ -117,6 +139,7 @@ class Access:
     interval: int = 0
     seq: int = 0
     op: str = ""
+    run: int = 1
 
     @property
     def who(self) -> str:
@@ -289,9 +312,17 @@ class RecordingArray:
         if b.trace.stopped:
             raise RuntimeError("the recorder stopped this launch")
         t = threading.current_thread()
+        f = learner_frame()
+        where = where_of(f)
+        runs = t.__dict__.setdefault("runs", {})
+        last = getattr(t, "last_access", None)      # (frame, line, bytecode offset) of its last access
+        if last is None or last[0] is not f or last[1] != where.line or f.f_lasti <= last[2]:
+            runs[where] = runs.get(where, 0) + 1    # not the same execution of the line: a new one
+        t.last_access = (f, where.line, f.f_lasti)
         t.seq = getattr(t, "seq", 0) + 1
         b.trace.accesses.append(Access(b.name, kind, tuple(t.blockIdx), tuple(t.threadIdx), t.thread_id // 32,
-                                       flat, ok, b.space, learner_where(), getattr(t, "interval", 0), t.seq, op))
+                                       flat, ok, b.space, where, getattr(t, "interval", 0), t.seq, op,
+                                       runs[where]))
 
     def __getitem__(self, key):
         flat, shape, strides, ok = self._select(key)
@@ -333,12 +364,14 @@ def _show(key) -> str:
     return ", ".join(one(k) for k in key)
 
 
+GARBAGE_BYTE = 0xA5      # every byte of a new shared array: uninitialised, but the same on every run
 _SHARED_NAME = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=\s*[\w.]*shared\.array\s*\(")
 
 
 class RecordingShared:
     """Stands in for the simulator's ``cuda.shared``: each ``cuda.shared.array`` call site gets one
-    recorded array per launch (as in the simulator), named after the variable it is assigned to."""
+    recorded array per launch (as in the simulator: blocks run one after another and share it),
+    named after the variable it is assigned to, its bytes ``GARBAGE_BYTE`` until written."""
 
     def __init__(self, inner, trace: Trace):
         self._inner, self._trace, self._sites = inner, trace, {}
@@ -351,6 +384,7 @@ class RecordingShared:
                 raw = self._inner.array(shape, dtype, alignment)
             else:                    # a fresh simulator allocator: it keys allocations by its caller's line
                 raw = type(self._inner)(0).array(shape, dtype, alignment)
+                raw.reshape(-1).view(np.uint8)[:] = GARBAGE_BYTE
             name = self._name(where, raw)
             self._trace.arrays[name], self._trace.shared[name] = raw, where
             rec = self._sites[(where.file, where.line)] = RecordingArray(raw, name, self._trace, "shared")

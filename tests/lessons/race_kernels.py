@@ -191,3 +191,35 @@ def float_index(a, out):
 @cuda.jit
 def whole_array_method(a, out):
     out[0] = a.sum()
+
+
+@cuda.jit
+def block_zero_waits_for_block_one(flag, out):
+    if cuda.blockIdx.x == 0:
+        while flag[0] == 0:                           # blocks run one after another in the simulator
+            pass
+        out[0] = 1
+    else:
+        flag[0] = 1
+
+
+@cuda.jit(device=True)
+def fill_dev(buffer, t):
+    buffer[t] = t                                     # @fill
+
+
+@cuda.jit
+def unnamed_shared(out):
+    t = cuda.threadIdx.x
+    fill_dev(cuda.shared.array(4, np.int32), t)
+    out[t] = t
+
+
+@cuda.jit
+def barriers_in_both_branches(values, out):
+    t = cuda.threadIdx.x
+    if t % 2 == 0:
+        cuda.syncthreads()                            # @even
+    else:
+        cuda.syncthreads()                            # @odd
+    out[t] = values[t]
