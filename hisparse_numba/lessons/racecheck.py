@@ -62,6 +62,16 @@ class Divergence:
     kind: str = "syncthreads"
 
 
+@dataclass(frozen=True)
+class Uninitialised:
+    """``access`` read (or atomically updated) shared ``array[index]`` before any thread of its block wrote it."""
+
+    array: str
+    index: int
+    access: Access
+    message: str
+
+
 @dataclass
 class Report:
     """What ``run`` found. ``outcomes``: order name -> {argument array name: its final values}."""
@@ -71,15 +81,18 @@ class Report:
     trace: Trace | None
     ok: bool | None
     note: str = ""
+    uninitialised: list = field(default_factory=list)
     outcomes: dict = field(default_factory=dict)
     differences: list = field(default_factory=list)
 
     def messages(self) -> list:
-        """The races' sentences, then the divergent barriers', then (when either) how the result
-        changed with the thread order. Empty when the check could not run (``ok is None``)."""
+        """The races' sentences, then the divergent barriers', the uninitialised shared reads', then
+        (when any) how the result changed with the thread order. Empty when the check could not run
+        (``ok is None``)."""
         if self.ok is None:
             return []
-        found = [r.message for r in self.races] + [d.message for d in self.divergence]
+        found = [r.message for r in self.races] + [d.message for d in self.divergence] + \
+            [u.message for u in self.uninitialised]
         return found + (self.differences if found else [])
 
     def draw(self, buffers=None, **kwargs):
@@ -115,7 +128,8 @@ def run(kernel, grid, block, *args, names=None, orders=1, step_seconds=None) -> 
         a[...] = first[name]
     races = _union(find_races(t) for t in traces)
     divergence = _union(find_divergence(t) for t in traces)
-    return Report(races, divergence, traces[0], not races and not divergence, "", outcomes,
+    garbage = _union(find_uninitialised(t) for t in traces)
+    return Report(races, divergence, traces[0], not (races or divergence or garbage), "", garbage, outcomes,
                   _differences(traces[0], outcomes))
 
 
@@ -273,6 +287,39 @@ def find_divergence(trace: Trace) -> list:
                        f"undefined behaviour (it can hang on a GPU); the other threads: {', '.join(others)}")
             out.append(Divergence(where.line, len(threads), r.total, r.block, message, where, kind))
     return out
+
+
+# --- shared memory read before it is written ---------------------------------------------------
+
+
+def _initialises(w: Access, r: Access) -> bool:
+    """Whether write (or atomic) ``w`` comes before read ``r`` or races with it (then the race is the report)."""
+    if w.interval != r.interval:
+        return w.interval < r.interval
+    if w.thread == r.thread:
+        return w.seq < r.seq
+    return w.kind == "write" or r.kind == "read"
+
+
+def find_uninitialised(trace: Trace) -> list:
+    """Reads and atomic updates of shared elements that no thread of the block had written (once per
+    array and line): shared memory starts as garbage (here ``simtrace.GARBAGE_BYTE`` bytes)."""
+    writes: dict = {}
+    for a in trace.accesses:
+        if a.space == "shared" and a.in_bounds and a.kind != "read":
+            writes.setdefault((a.buffer, a.block, a.index), []).append(a)
+    found: dict = {}
+    for r in trace.accesses:
+        if r.space != "shared" or not r.in_bounds or r.kind == "write" or (r.buffer, r.where) in found:
+            continue
+        if any(_initialises(w, r) for w in writes.get((r.buffer, r.block, r.index), [])):
+            continue
+        did = "read" if r.kind == "read" else f"updated (`cuda.atomic.{r.op}`)"
+        found[(r.buffer, r.where)] = Uninitialised(r.buffer, r.index, r, (
+            f"thread {who(trace, r)} {did} {element(trace, r.buffer, r.index)} at {r.where.quoted(trace.kernel)} "
+            f"before any thread of block {block_name(trace, r.block)} wrote it: shared memory starts as "
+            "garbage; write every element first, then `cuda.syncthreads()`"))
+    return list(found.values())
 
 
 # --- the result under other thread orders -----------------------------------------------------

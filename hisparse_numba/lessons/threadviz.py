@@ -1,17 +1,22 @@
 """Which thread touched which element: record one kernel launch in the simulator and draw it.
 
 ``record(kernel, grid, block, *args)`` launches ``kernel`` with every array argument wrapped in a
-``RecordingArray``: each read and write is logged with the simulated thread that did it (block
-index, thread index, warp), taken from the simulator's current Python thread. An index outside
-the array is logged as out of bounds and *not* performed (a read gives 0), so one wrong kernel
-draws a whole picture instead of stopping at the first ``IndexError``. ``draw(trace)`` makes a
-GPU-Puzzles-style figure: one grid per buffer, reads and writes side by side, each cell labelled
-with the thread that touched it, out-of-bounds attempts in red below the grid.
+``RecordingArray`` and every ``cuda.shared.array`` recorded too (``simsched`` runs the launch,
+``simtrace`` holds what it recorded): each read, write and atomic update is logged with the
+simulated thread that did it (block index, thread index, warp), the kernel line that did it and
+the thread's barrier interval (how many ``cuda.syncthreads()`` it had passed). Row views and
+slices map back to the element of the array they came from. An index outside the array is
+logged as out of bounds and *not* performed (a read gives 0), so one wrong kernel draws a whole
+picture instead of stopping at the first ``IndexError``. ``draw(trace)`` makes a GPU-Puzzles-style
+figure: one grid per buffer, reads and writes side by side, each cell labelled with the thread
+that touched it, out-of-bounds attempts in red below the grid; ``by_interval=True`` gives each
+barrier interval its own row. ``show(kernel, grid, block, *args)`` records and draws in one call.
 
-Only the simulator runs kernels as Python, so only it can record. On a GPU ``record`` launches
-the kernel normally, says that the picture needs the simulator, and returns ``None``.
+Only the simulator runs kernels as Python, so only it can record. On a GPU ``record`` and
+``show`` launch the kernel normally, say that the picture needs the simulator, and return ``None``.
 
-Used by lesson 00 (grid, block, thread, warp) and by the kernel puzzles of lesson 14 (``ex14``).
+Used by lesson 00 (grid, block, thread, warp), by the kernel puzzles of lessons 14 and 15
+(``ex14``), and by ``racecheck``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ def record(kernel, grid, block, *args, names=None):
     """Launch ``kernel[grid, block](*args)`` and return its ``Trace`` (``None`` on a GPU).
 
     NumPy array arguments are recorded in place (the kernel's writes land in them); ``names``
-    gives their labels, in order (default ``arg0, arg1, ...``). Scalars pass through.
+    gives their labels, in order (default: the kernel's parameter names). Scalars pass through.
+    The block's threads run one at a time between barriers, in index order (``simsched``).
     """
     if not device.SIMULATOR:
         print("(the thread picture needs the CUDA simulator: NUMBA_ENABLE_CUDASIM=1; "

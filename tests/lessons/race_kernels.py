@@ -223,3 +223,36 @@ def barriers_in_both_branches(values, out):
     else:
         cuda.syncthreads()                            # @odd
     out[t] = values[t]
+
+
+@cuda.jit
+def shared_counter_never_zeroed(values, total):
+    t = cuda.threadIdx.x
+    count = cuda.shared.array(1, np.int64)
+    cuda.atomic.add(count, 0, values[t])              # @add
+    cuda.syncthreads()
+    if t == 0:
+        total[0] = count[0]
+
+
+@cuda.jit
+def shared_counter_zeroed(values, total):
+    t = cuda.threadIdx.x
+    count = cuda.shared.array(1, np.int64)
+    if t == 0:
+        count[0] = 0
+    cuda.syncthreads()
+    cuda.atomic.add(count, 0, values[t])
+    cuda.syncthreads()
+    if t == 0:
+        total[0] = count[0]
+
+
+@cuda.jit
+def thread_two_raises(out):
+    t = cuda.threadIdx.x
+    cuda.syncthreads()
+    if t == 2:
+        raise ValueError("thread two")
+    cuda.syncthreads()
+    out[t] = t

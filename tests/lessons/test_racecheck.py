@@ -9,13 +9,14 @@ from hisparse_numba.lessons import racecheck, simsched, threadviz
 from tests.lessons import race_kernels as k
 from tests.lessons.race_kernels import N, line_of
 
-pytestmark = pytest.mark.skipif(not device.SIMULATOR, reason="the race check runs in the simulator")
+simulator = pytest.mark.skipif(not device.SIMULATOR, reason="the race check runs in the simulator")
 
 
 def scan_args():
     return np.arange(1, N + 1, dtype=np.int64), np.zeros(N, np.int64)
 
 
+@simulator
 def test_correct_scan_has_no_race_in_any_order():
     values, out = scan_args()
     report = racecheck.run(k.scan_right, 1, N, values, out, names=["values", "out"], orders=3)
@@ -27,6 +28,7 @@ def test_correct_scan_has_no_race_in_any_order():
     assert max(a.interval for a in shared) == 2 * 4 + 1     # the first barrier, then two per round
 
 
+@simulator
 def test_scan_missing_barrier_is_named_at_its_lines_on_every_run():
     read, write = (line_of(k.scan_no_barrier_between_read_and_write, m) for m in ("read", "write"))
     orders = ["forward", "reverse", "shuffle:3", "shuffle:7"]
@@ -44,6 +46,7 @@ def test_scan_missing_barrier_is_named_at_its_lines_on_every_run():
         assert report.messages() == [race.message]
 
 
+@simulator
 def test_a_race_changes_the_result_under_another_order_and_args_keep_the_first():
     values, out = scan_args()
     report = racecheck.run(k.scan_no_barrier_between_read_and_write, 1, N, values, out, orders=2)
@@ -56,6 +59,7 @@ def test_a_race_changes_the_result_under_another_order_and_args_keep_the_first()
     assert right.outcomes["forward"]["out"].tolist() == right.outcomes["reverse"]["out"].tolist()
 
 
+@simulator
 def test_reduction_missing_the_barrier_between_rounds():
     line = line_of(k.reduce_no_barrier_in_loop, "sum")
     for _ in range(20):
@@ -68,6 +72,7 @@ def test_reduction_missing_the_barrier_between_rounds():
                                      "(outside any `if`: every thread must reach it)")
 
 
+@simulator
 def test_write_write_across_blocks_on_global_memory():
     line = line_of(k.every_block_writes_the_same, "write")
     for _ in range(20):
@@ -78,12 +83,14 @@ def test_write_write_across_blocks_on_global_memory():
         assert "also wrote it" in race.message and "different blocks" in race.message
 
 
+@simulator
 def test_write_write_in_one_block_on_one_line():
     report = racecheck.run(k.all_write_one_element, 1, 4, np.zeros(1, np.int64))
     (race,) = report.races
     assert "in the same barrier interval" in race.message and "one writing thread" in race.message
 
 
+@simulator
 def test_atomics_alone_never_race_but_a_plain_read_of_their_element_does():
     values, total, biggest = np.arange(16, dtype=np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64)
     report = racecheck.run(k.atomics_only, 2, 8, values, total, biggest, orders=3)
@@ -99,6 +106,7 @@ def test_atomics_alone_never_race_but_a_plain_read_of_their_element_does():
         assert race.message.endswith(f"put one between line {add} and line {read}")
 
 
+@simulator
 def test_barrier_inside_if_is_divergence():
     line = line_of(k.barrier_inside_if, "barrier")
     for _ in range(20):
@@ -111,6 +119,7 @@ def test_barrier_inside_if_is_divergence():
         assert report.ok is False and div.message in report.messages()
 
 
+@simulator
 def test_threads_that_return_before_a_barrier_and_barriers_in_both_branches():
     report = racecheck.run(k.return_before_barrier, 1, N, np.arange(N, dtype=np.int64), np.zeros(N, np.int64))
     (div,) = report.divergence
@@ -121,12 +130,14 @@ def test_threads_that_return_before_a_barrier_and_barriers_in_both_branches():
     assert f"4 waited at line {odd}" in report.divergence[0].message
 
 
+@simulator
 def test_syncthreads_count_and_or_reduce_over_the_block():
     counts = np.zeros(3, np.int64)
     report = racecheck.run(k.count_with_barrier, 1, 8, np.array([1, 0, 1, 1, 0, 0, 1, 0]), counts, orders=3)
     assert report.ok is True and counts.tolist() == [4, 0, 1]
 
 
+@simulator
 def test_row_views_and_slices_map_to_the_flat_index_of_their_array():
     tags = np.arange(10, dtype=np.int64).reshape(2, 5)
     positions, slots = np.array([[1, 3, 9], [5, 7, 0]]), np.zeros((2, 3), np.int64)
@@ -142,6 +153,7 @@ def test_row_views_and_slices_map_to_the_flat_index_of_their_array():
     assert sorted(x.index for x in trace.of("out", "write")) == list(range(8, 16))
 
 
+@simulator
 def test_out_of_bounds_row_is_logged_not_performed():
     out = np.zeros(3, np.int64)
     trace = threadviz.record(k.out_of_bounds_row, 1, 3, np.arange(10).reshape(2, 5), out)
@@ -150,6 +162,7 @@ def test_out_of_bounds_row_is_logged_not_performed():
     assert out.tolist() == [0, 5, 0]
 
 
+@simulator
 def test_shared_two_dimensional_tile():
     a, out = np.arange(32, dtype=np.int32).reshape(4, 8), np.zeros((8, 4), np.int32)
     report = racecheck.run(k.transpose_through_shared, 1, (8, 4), a, out, orders=3)
@@ -163,6 +176,7 @@ def test_shared_two_dimensional_tile():
         assert f"put one between line {store} and line {load}" in race.message
 
 
+@simulator
 def test_shared_array_names_and_lines_in_device_functions():
     trace = threadviz.record(k.unnamed_shared, 1, 4, np.zeros(4, np.int64))
     (name,) = trace.shared
@@ -173,18 +187,21 @@ def test_shared_array_names_and_lines_in_device_functions():
     assert writes[0].where.at("unnamed_shared") == f"line {writes[0].line} in `fill_dev`"
 
 
+@simulator
 def test_a_thread_waiting_for_another_runs_its_round_together():
     flag, out = np.zeros(1, np.int64), np.zeros(1, np.int64)
     report = racecheck.run(k.thread_zero_waits_for_thread_one, 1, 2, flag, out, step_seconds=0.2)
     assert out[0] == 1 and report.trace.free_rounds == 1 and report.ok is True
 
 
+@simulator
 def test_a_block_waiting_for_a_later_block_stops_with_the_recorders_limit():
     with pytest.raises(threadviz.RecorderLimit, match="a block that waits for a later block"):
         simsched.record_launch(k.block_zero_waits_for_block_one, 2, 1, [np.zeros(1, np.int64), np.zeros(1, np.int64)],
                                step_seconds=0.1, stall_seconds=0.3)
 
 
+@simulator
 def test_what_the_recorder_cannot_follow_is_its_own_limit_and_float_indices_are_the_kernels():
     with pytest.raises(threadviz.RecorderLimit, match=r"cannot follow `a.sum`.*limit of the recorder, not an error"):
         threadviz.record(k.whole_array_method, 1, 1, np.arange(4.0), np.zeros(1))
@@ -192,6 +209,7 @@ def test_what_the_recorder_cannot_follow_is_its_own_limit_and_float_indices_are_
         threadviz.record(k.float_index, 1, 1, np.arange(4.0), np.zeros(1))
 
 
+@simulator
 def test_orders_are_checked():
     assert [str(o) for o in simsched.orders(4)] == ["forward", "reverse", "shuffle:0", "shuffle:1"]
     assert [str(o) for o in simsched.orders(["reverse", "shuffle:5"])] == ["reverse", "shuffle:5"]
@@ -201,10 +219,42 @@ def test_orders_are_checked():
 
 
 def test_on_a_gpu_the_kernel_runs_unchecked(monkeypatch):
-    launched = []
-    monkeypatch.setattr(device, "SIMULATOR", False)
-    monkeypatch.setattr(device, "launch", lambda *a: launched.append(a))
-    monkeypatch.setattr(device, "synchronize", lambda: None)
-    report = racecheck.run(k.scan_right, 1, N, *scan_args())
+    if device.SIMULATOR:                   # what a GPU does, with the launch stubbed
+        launched = []
+        monkeypatch.setattr(device, "SIMULATOR", False)
+        monkeypatch.setattr(device, "launch", lambda *a: launched.append(a))
+        monkeypatch.setattr(device, "synchronize", lambda: None)
+        report = racecheck.run(k.scan_right, 1, N, *scan_args())
+        assert len(launched) == 1
+    else:
+        values, out = scan_args()
+        report = racecheck.run(k.scan_right, 1, N, values, out)
+        assert out.tolist() == np.cumsum(values).tolist()
     assert report.ok is None and report.messages() == [] and report.trace is None
-    assert "needs the CUDA simulator" in report.note and len(launched) == 1
+    assert "needs the CUDA simulator" in report.note
+
+
+@simulator
+def test_shared_memory_read_before_any_thread_wrote_it():
+    add = line_of(k.shared_counter_never_zeroed, "add")
+    for _ in range(20):
+        report = racecheck.run(k.shared_counter_never_zeroed, 1, 8, np.ones(8, np.int64), np.zeros(1, np.int64))
+        assert report.races == [] and report.divergence == [] and report.ok is False
+        (bad,) = report.uninitialised
+        assert bad.message == (f"thread (0, 0) updated (`cuda.atomic.add`) count[0] at line {add} "
+                               "(`cuda.atomic.add(count, 0, values[t])`) before any thread of block (0,) wrote it: "
+                               "shared memory starts as garbage; write every element first, then "
+                               "`cuda.syncthreads()`")
+        assert report.messages() == [bad.message]
+    total = np.zeros(1, np.int64)
+    report = racecheck.run(k.shared_counter_zeroed, 1, 8, np.ones(8, np.int64), total, orders=3)
+    assert report.ok is True and total[0] == 8
+
+
+@simulator
+def test_an_error_in_one_thread_stops_the_launch():
+    import threading
+
+    with pytest.raises(ValueError, match="thread two"):
+        threadviz.record(k.thread_two_raises, 1, 4, np.zeros(4, np.int64))
+    assert not [t for t in threading.enumerate() if hasattr(t, "threadIdx") and t.is_alive()]
