@@ -11,6 +11,11 @@ shared access recorded (``simsched``, ``simtrace``) and returns a ``Report``:
   reported once per array and pair of lines, with the line to put a barrier after.
 * a **divergent barrier**: a ``cuda.syncthreads()`` (``_count/_and/_or``) that only some threads
   of a block reach, because it sits in a branch or others returned first.
+* an **uninitialised shared read**: a thread reads (or atomically updates) a shared element that
+  no thread of its block has written before it: shared memory starts as garbage.
+
+``Report.ok`` is true when none of the three was found. ``Report.messages()`` says each in a
+sentence that names the threads, the element, the lines (with their text) and the fix.
 
 Race detection reads the recorded accesses, not timings, so a racy kernel is reported on every
 run. ``orders=`` runs the launch several times from the same inputs, the threads of each round in

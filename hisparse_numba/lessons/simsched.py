@@ -19,14 +19,16 @@ outcome depends on the order gives different results under different orders:
 Barriers never hang: a round ends when every live thread has waited at *some* barrier or
 returned. A thread that runs ``STEP_SECONDS`` without reaching a barrier may be waiting for
 another thread (a spin loop): the rest of the round then runs together (``Trace.free_rounds``). A
-round in which no thread arrives for ``STALL_SECONDS`` (a block waiting for a later block: blocks
-run one after another) stops the launch with ``RecorderLimit``.
+round in which no thread arrives for ``STALL_SECONDS`` (an endless loop, or a block waiting for a
+later block: blocks run one after another) stops the launch with ``RecorderLimit`` and its stuck
+threads with ``SystemExit``.
 
 Nothing here imports Numba: the kernel object leads to the simulator's module.
 """
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import os
 import sys
@@ -38,7 +40,7 @@ from .. import device
 from . import simtrace
 
 STEP_SECONDS = 2.0
-STALL_SECONDS = 60.0
+STALL_SECONDS = 30.0
 BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or")
 
 _LAUNCH_LOCK = threading.Lock()
@@ -95,6 +97,8 @@ def _thread_class(block_thread):
                 self.syncthreads_event.clear()
                 if not self.abort:
                     super().run()
+            except SystemExit:                            # _interrupt stopped it
+                pass
             finally:
                 self.finished = True
                 self._manager.handback.release()
@@ -203,12 +207,22 @@ class _Session:
                 u.syncthreads_event.set()
             for _ in range(len(rest) + 1):
                 if not manager.handback.acquire(timeout=self.stall_seconds):
+                    for u in [t] + rest:
+                        _interrupt(u)
                     raise simtrace.cannot_follow(
                         f"a launch in which no thread reached a barrier or returned for {self.stall_seconds:.0f} s "
-                        "(a thread waits for something no thread of its block does; the simulator runs blocks "
-                        "one after another, so a block that waits for a later block never finishes)")
+                        "(a thread loops forever, or waits for something no thread of its block does: the "
+                        "simulator runs blocks one after another, so a block that waits for a later block never "
+                        "finishes)")
                 _raise_if_failed([t] + rest)
             return
+
+
+def _interrupt(thread) -> None:
+    """Stop a simulated thread stuck in a loop: CPython raises ``SystemExit`` in it at its next
+    bytecode (a Python thread cannot be killed; this is the one way to end it from outside)."""
+    if thread.is_alive() and thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(SystemExit))
 
 
 def _raise_if_failed(threads):
@@ -256,6 +270,8 @@ def wrap_arguments(kernel, args, names, trace) -> list:
         if isinstance(a, np.ndarray) and a.ndim > 0:
             name = names[k] if names and k < len(names) else params[i] if i < len(params) else f"arg{k}"
             k += 1
+            if name in trace.arrays:
+                raise ValueError(f"names: two array arguments are both called {name!r}")
             trace.arrays[name] = a
             wrapped.append(simtrace.RecordingArray(a, name, trace))
         else:

@@ -61,6 +61,7 @@ class Where:
 
 
 UNKNOWN = Where("?", 0, "?", "")
+MAX_ACCESSES = 1_000_000          # a launch that touches more is stopped (a puzzle's touches thousands)
 _INFRA_FILES = {os.path.abspath(__file__)}
 _INFRA_DIRS: list = []
 _IS_INFRA: dict = {}              # co_filename -> whether its frames are the recorder's or the simulator's
@@ -264,6 +265,10 @@ class RecordingArray:
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
     def __len__(self):
         return self.shape[0]
 
@@ -278,7 +283,7 @@ class RecordingArray:
         if attr.startswith("__") or not hasattr(np.ndarray, attr):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
         raise cannot_follow(f"`{self.name}.{attr}` (only element access, views, slices, shape, size, "
-                            "ndim, dtype and strides are recorded)")
+                            "ndim, dtype, strides, itemsize and nbytes are recorded)")
 
     def _select(self, key):
         """``(flat offset, shape, strides, in bounds)`` of ``self[key]``: an element when shape is ``()``."""
@@ -320,6 +325,9 @@ class RecordingArray:
             runs[where] = runs.get(where, 0) + 1    # not the same execution of the line: a new one
         t.last_access = (f, where.line, f.f_lasti)
         t.seq = getattr(t, "seq", 0) + 1
+        if len(b.trace.accesses) >= MAX_ACCESSES:
+            b.trace.stopped = True
+            raise cannot_follow(f"a launch of more than {MAX_ACCESSES} element accesses (does a loop never end?)")
         b.trace.accesses.append(Access(b.name, kind, tuple(t.blockIdx), tuple(t.threadIdx), t.thread_id // 32,
                                        flat, ok, b.space, where, getattr(t, "interval", 0), t.seq, op,
                                        runs[where]))

@@ -256,3 +256,27 @@ def thread_two_raises(out):
         raise ValueError("thread two")
     cuda.syncthreads()
     out[t] = t
+
+
+@cuda.jit
+def slice_assign_and_negative_index(a, out):
+    if cuda.threadIdx.x == 0:
+        out[0:4] = a[4:8]                             # four reads of a, four writes of out
+        out[4] = a[-1]                                # past the front: logged, not performed
+        out[5] = a.nbytes
+
+
+@cuda.jit
+def loops_forever(out):
+    x = 0
+    while x >= 0:                                     # never ends, touching no array
+        x = (x + 1) % 7
+    out[0] = x
+
+
+@cuda.jit
+def loops_forever_reading(a, out):
+    x = 0
+    while a[0] == 0:                                  # never ends, reading a again and again
+        x += 1
+    out[0] = x

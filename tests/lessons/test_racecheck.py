@@ -202,6 +202,23 @@ def test_a_block_waiting_for_a_later_block_stops_with_the_recorders_limit():
 
 
 @simulator
+def test_endless_loops_are_stopped(monkeypatch):
+    import threading
+
+    from hisparse_numba.lessons import simtrace
+
+    with pytest.raises(threadviz.RecorderLimit, match="a thread loops forever"):
+        simsched.record_launch(k.loops_forever, 1, 2, [np.zeros(1, np.int64)], step_seconds=0.1, stall_seconds=0.3)
+    monkeypatch.setattr(simtrace, "MAX_ACCESSES", 500)
+    with pytest.raises(threadviz.RecorderLimit, match="more than 500 element accesses"):
+        threadviz.record(k.loops_forever_reading, 1, 2, np.zeros(1, np.int64), np.zeros(1, np.int64))
+    for t in threading.enumerate():
+        if hasattr(t, "threadIdx"):
+            t.join(5)
+            assert not t.is_alive()
+
+
+@simulator
 def test_what_the_recorder_cannot_follow_is_its_own_limit_and_float_indices_are_the_kernels():
     with pytest.raises(threadviz.RecorderLimit, match=r"cannot follow `a.sum`.*limit of the recorder, not an error"):
         threadviz.record(k.whole_array_method, 1, 1, np.arange(4.0), np.zeros(1))
@@ -258,3 +275,14 @@ def test_an_error_in_one_thread_stops_the_launch():
     with pytest.raises(ValueError, match="thread two"):
         threadviz.record(k.thread_two_raises, 1, 4, np.zeros(4, np.int64))
     assert not [t for t in threading.enumerate() if hasattr(t, "threadIdx") and t.is_alive()]
+
+
+@simulator
+def test_slice_assignment_negative_index_and_nbytes():
+    a, out = np.arange(10, dtype=np.int64), np.full(6, -1, np.int64)
+    trace = threadviz.record(k.slice_assign_and_negative_index, 1, 2, a, out)
+    assert out.tolist() == [4, 5, 6, 7, 0, 80]
+    assert [x.index for x in trace.of("a", "read", True)] == [4, 5, 6, 7]
+    assert [x.index for x in trace.of("out", "write")] == [0, 1, 2, 3, 4, 5]
+    (oob,) = trace.out_of_bounds()
+    assert (oob.buffer, oob.index) == ("a", -1)
