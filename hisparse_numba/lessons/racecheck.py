@@ -181,7 +181,7 @@ def find_races(trace: Trace) -> list:
                                                                 (w.block, w.thread)) else (w, x)
                 pair = (key[0], frozenset((first.where, second.where)))
                 if pair not in found:
-                    found[pair] = Race(key[0], key[2], first, second, _race_message(trace, first, second, program))
+                    found[pair] = Race(key[0], key[2], first, second, _race_sentence(trace, first, second, program))
                     elements[pair] = {key[2]: None}
                 elements[pair][key[2]] = None
     return [dataclasses.replace(race, elements=tuple(elements[pair])) for pair, race in found.items()]
@@ -227,7 +227,7 @@ def _act(a: Access, what: str, again: bool) -> str:
     return {"read": "read", "write": "also wrote" if again else "wrote"}[a.kind] + f" {what}"
 
 
-def _race_message(trace: Trace, first: Access, second: Access, program: _ProgramOrder) -> str:
+def _race_sentence(trace: Trace, first: Access, second: Access, program: _ProgramOrder) -> str:
     home = trace.kernel
     both_write = first.kind != "read" and second.kind != "read"
     said = (f"thread {who(trace, first)} {_act(first, element(trace, first.buffer, first.index), False)} at "

@@ -41,6 +41,7 @@ from . import simtrace
 
 STEP_SECONDS = 2.0
 STALL_SECONDS = 30.0
+ORDERS_MESSAGE = "orders: a count >= 1, or names among 'forward', 'reverse' and 'shuffle:N' (N a seed)"
 BARRIERS = ("syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or")
 
 _LAUNCH_LOCK = threading.Lock()
@@ -54,7 +55,7 @@ class Order:
         name, _, seed = str(spec).partition(":")
         if name not in ("forward", "reverse", "shuffle") or (seed and not seed.isdigit()) or \
                 (seed and name != "shuffle"):
-            raise ValueError(f"order: 'forward', 'reverse' or 'shuffle:N' (N a seed), got {spec!r}")
+            raise ValueError(f"{ORDERS_MESSAGE}, got {spec!r}")
         self.name, self.seed = name, int(seed or 0)
 
     def __str__(self):
@@ -74,7 +75,7 @@ def orders(spec) -> list:
     """``orders=`` of ``racecheck.run``: a count (forward, reverse, shuffle:0, shuffle:1, ...) or names."""
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         if spec < 1:
-            raise ValueError(f"orders: at least 1, got {spec}")
+            raise ValueError(f"{ORDERS_MESSAGE}, got {spec!r}")
         names = ["forward", "reverse"] + [f"shuffle:{i}" for i in range(max(spec - 2, 0))]
         return [Order(n) for n in names[:spec]]
     if isinstance(spec, (str, Order)):
