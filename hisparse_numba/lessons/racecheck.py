@@ -65,6 +65,8 @@ class Divergence:
     message: str
     where: Where
     kind: str = "syncthreads"
+    via: Where | None = None    # the kernel line that called the device function holding the barrier
+    after: tuple = ()           # the lines of the barriers right after it that the same threads reached
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ def find_races(trace: Trace) -> list:
     for a in trace.accesses:
         if a.in_bounds:          # shared memory: one copy per block, so only a block's own threads meet
             same = groups.setdefault((a.buffer, a.block if a.space == "shared" else (), a.index), {})
-            same.setdefault((a.block, a.thread, a.interval, a.kind, a.where), a)   # a loop's repeats: its first
+            same.setdefault((a.block, a.thread, a.interval, a.kind, a.where, a.via), a)   # a loop's repeats: its first
     rank = {name: i for i, name in enumerate(trace.arrays)}
     found: dict = {}
     elements: dict = {}
@@ -179,7 +181,7 @@ def find_races(trace: Trace) -> list:
                     continue
                 first, second = (x, w) if x.kind == "read" or (w.kind != "read" and (x.block, x.thread) <
                                                                 (w.block, w.thread)) else (w, x)
-                pair = (key[0], frozenset((first.where, second.where)))
+                pair = (key[0], frozenset(((first.where, first.via), (second.where, second.via))))
                 if pair not in found:
                     found[pair] = Race(key[0], key[2], first, second, _race_sentence(trace, first, second, program))
                     elements[pair] = {key[2]: None}
@@ -231,8 +233,9 @@ def _race_sentence(trace: Trace, first: Access, second: Access, program: _Progra
     home = trace.kernel
     both_write = first.kind != "read" and second.kind != "read"
     said = (f"thread {who(trace, first)} {_act(first, element(trace, first.buffer, first.index), False)} at "
-            f"{first.where.quoted(home)} while thread {who(trace, second)} {_act(second, 'it', both_write)} at "
-            + (second.where.at(home) if second.where == first.where else second.where.quoted(home)))
+            f"{place(first.where, first.via, home)} while thread {who(trace, second)} "
+            f"{_act(second, 'it', both_write)} at "
+            + place(second.where, second.via, home, quote=(second.where, second.via) != (first.where, first.via)))
     if first.block != second.block:
         return (f"{said}: they are in different blocks, which no barrier orders (`cuda.syncthreads()` waits "
                 f"only for the threads of one block): give each element of {first.buffer} to one block, or "
@@ -244,6 +247,12 @@ def _race_sentence(trace: Trace, first: Access, second: Access, program: _Progra
         return (f"{said}, with no `cuda.syncthreads()` between: {first.where.at(home)} reads what other threads "
                 "write on the same line: read into a variable, `cuda.syncthreads()`, then write")
     return f"{said}, with no `cuda.syncthreads()` between: put one {_placement(home, first, second, program)}"
+
+
+def place(where: Where, via: Where | None, home: str, quote: bool = True) -> str:
+    """``line 9 (`text`)``, and ``, called from line 4 (`text`)`` for a line in a device function."""
+    said = where.quoted(home) if quote else where.at(home)
+    return said + (f", called from {via.quoted(home)}," if via is not None and quote else "")
 
 
 def _placement(home: str, first: Access, second: Access, program: _ProgramOrder) -> str:
@@ -272,26 +281,47 @@ def block_name(trace: Trace, block: tuple) -> str:
 
 
 def find_divergence(trace: Trace) -> list:
-    """Each barrier call site that some round of some block saw only part of the block reach (once per site)."""
-    out, seen = [], set()
-    home = trace.kernel
+    """Each barrier call site that some round of some block saw only part of the block reach (once per
+    site). The barriers right after it that the same threads reach are folded into its report."""
+    first: dict = {}            # site -> (round, its threads, [sites folded into it])
+    folded: set = set()
+    last: dict = {}             # block -> (the threads, the site) of its last divergent one-site round
     for r in trace.barriers:
-        reached = sum(len(v) for v in r.arrived.values())
-        if len(r.arrived) == 1 and reached == r.total:
+        reached = frozenset(t for threads in r.arrived.values() for t in threads)
+        if len(r.arrived) == 1 and len(reached) == r.total:
+            last.pop(r.block, None)
             continue
-        for (kind, where), threads in r.arrived.items():
-            if (kind, where) in seen:
-                continue
-            seen.add((kind, where))
-            others = [f"{len(t)} waited at {w.at(home)}" for (k, w), t in r.arrived.items()
-                      if (k, w) != (kind, where)]
-            if r.total > reached:
-                others.append(f"{r.total - reached} finished without reaching it")
-            message = (f"cuda.{kind}() at {where.at(home)} was reached by {len(threads)} of {r.total} threads of "
-                       f"block {block_name(trace, r.block)}: a barrier inside `if` that not every thread takes is "
-                       f"undefined behaviour (it can hang on a GPU); the other threads: {', '.join(others)}")
-            out.append(Divergence(where.line, len(threads), r.total, r.block, message, where, kind))
-    return out
+        prev = last.get(r.block)
+        if prev and len(r.arrived) == 1 and reached == prev[0]:
+            (site,) = r.arrived
+            if site not in first and site not in folded:
+                first[prev[1]][2].append(site)
+                folded.add(site)
+            continue
+        for site, threads in r.arrived.items():
+            if site not in first and site not in folded:
+                first[site] = (r, threads, [])
+        last[r.block] = (reached, next(iter(r.arrived))) if len(r.arrived) == 1 else None
+    return [_divergence(trace, site, *found) for site, found in first.items()]
+
+
+def _divergence(trace: Trace, site, r, threads, after) -> Divergence:
+    (kind, where, via), home = site, trace.kernel
+    reached = sum(len(t) for t in r.arrived.values())
+    others = [f"{len(t)} waited at {w.at(home)}" for (k, w, v), t in r.arrived.items() if (k, w, v) != site]
+    if r.total > reached:
+        others.append(f"{r.total - reached} finished without reaching it")
+    called = f", called from {via.quoted(home)}," if via is not None else ""
+    message = (f"cuda.{kind}() at {where.at(home)}{called} was reached by {len(threads)} of {r.total} threads "
+               f"of block {block_name(trace, r.block)}: a barrier inside `if` that not every thread takes is "
+               f"undefined behaviour (it can hang on a GPU); the other threads: {', '.join(others)}")
+    if after:
+        lines = ", ".join(str(w.line) for _, w, _ in after)
+        many = len(after) > 1
+        message += (f"; {f'the {len(after)} barriers' if many else 'the barrier'} after it (line{'s' if many else ''} "
+                    f"{lines}) {'were' if many else 'was'} reached by the same {len(threads)} threads")
+    return Divergence(where.line, len(threads), r.total, r.block, message, where, kind, via,
+                      tuple(w.line for _, w, _ in after))
 
 
 # --- shared memory read before it is written ---------------------------------------------------
@@ -315,13 +345,14 @@ def find_uninitialised(trace: Trace) -> list:
             writes.setdefault((a.buffer, a.block, a.index), []).append(a)
     found: dict = {}
     for r in trace.accesses:
-        if r.space != "shared" or not r.in_bounds or r.kind == "write" or (r.buffer, r.where) in found:
+        if r.space != "shared" or not r.in_bounds or r.kind == "write" or (r.buffer, r.where, r.via) in found:
             continue
         if any(_initialises(w, r) for w in writes.get((r.buffer, r.block, r.index), [])):
             continue
         did = "read" if r.kind == "read" else f"updated (`cuda.atomic.{r.op}`)"
-        found[(r.buffer, r.where)] = Uninitialised(r.buffer, r.index, r, (
-            f"thread {who(trace, r)} {did} {element(trace, r.buffer, r.index)} at {r.where.quoted(trace.kernel)} "
+        found[(r.buffer, r.where, r.via)] = Uninitialised(r.buffer, r.index, r, (
+            f"thread {who(trace, r)} {did} {element(trace, r.buffer, r.index)} at "
+            f"{place(r.where, r.via, trace.kernel)} "
             f"before any thread of block {block_name(trace, r.block)} wrote it: shared memory starts as "
             "garbage; write every element first, then `cuda.syncthreads()`"))
     return list(found.values())

@@ -107,7 +107,8 @@ def _thread_class(block_thread):
         def _barrier(self, kind, value=None):
             if self.abort:
                 raise RuntimeError("abort flag set on syncthreads call")
-            self.site, self.value = (kind, simtrace.learner_where()), value
+            f = simtrace.learner_frame()
+            self.site, self.value = (kind, simtrace.where_of(f), simtrace.caller_of(f)), value
             self._manager.handback.release()
             self.syncthreads_event.wait()
             self.syncthreads_event.clear()

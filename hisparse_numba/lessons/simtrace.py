@@ -51,18 +51,21 @@ class Where:
     text: str
 
     def at(self, home: str = "") -> str:
-        """``line 9``, or ``line 9 in `find_slot_dev``` when the line is not in function ``home``."""
+        """``line 9``; ``line 9 in `find_slot_dev``` when the line is not in function ``home``; ``... of
+        blockscan.py`` when it is the package's code (a puzzle's own kernel around the learner's function)."""
         inside = f" in `{self.function}`" if home and self.function != home else ""
-        return f"line {self.line}{inside}"
+        package = f" of {os.path.basename(self.file)}" if os.path.abspath(self.file).startswith(_PACKAGE_DIR) else ""
+        return f"line {self.line}{inside}{package}"
 
     def quoted(self, home: str = "") -> str:
         """``line 9 (`x = s[t - 1]`)``: the line and its text."""
         return f"{self.at(home)} (`{self.text}`)" if self.text else self.at(home)
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 UNKNOWN = Where("?", 0, "?", "")
 MAX_ACCESSES = 1_000_000          # a launch that touches more is stopped (a puzzle's touches thousands)
-_INFRA_FILES = {os.path.abspath(__file__)}
+_INFRA_FILES = {os.path.abspath(__file__), os.path.abspath(threading.__file__)}
 _INFRA_DIRS: list = []
 _IS_INFRA: dict = {}              # co_filename -> whether its frames are the recorder's or the simulator's
 _WHERE: dict = {}
@@ -109,6 +112,17 @@ def learner_where() -> Where:
     return where_of(learner_frame())
 
 
+def caller_of(f) -> Where | None:
+    """The kernel's own line that led to frame ``f`` (the outermost kernel code frame), ``None``
+    when ``f`` is that frame."""
+    outer, g = None, f.f_back if f is not None else None
+    while g is not None:
+        if not _is_infra(g.f_code.co_filename):
+            outer = g
+        g = g.f_back
+    return where_of(outer) if outer is not None else None
+
+
 def _code(line: str) -> str:
     """A source line without its comment and surrounding blanks."""
     try:
@@ -126,7 +140,8 @@ class Access:
     ``space`` is ``global`` (an argument) or ``shared``; ``where`` the kernel line; ``interval`` the
     number of barriers the thread had passed; ``seq`` the thread's own access count; ``op`` the
     atomic's name (``add``, ``max``, ...); ``run`` counts the thread's executions of
-    the line since its last barrier (1 for the first: in a loop, the round)."""
+    the line since its last barrier (1 for the first: in a loop, the round); ``via`` the
+    kernel's line that called the device function ``where`` is in (``None`` in the kernel itself)."""
 
     buffer: str
     kind: str          # "read", "write" or "atomic"
@@ -141,6 +156,7 @@ class Access:
     seq: int = 0
     op: str = ""
     run: int = 1
+    via: Where | None = None
 
     @property
     def who(self) -> str:
@@ -156,7 +172,8 @@ class Access:
 class BarrierRound:
     """Round ``number`` of ``block``: the threads that waited at each barrier call site and those that returned.
 
-    ``arrived`` maps ``(kind, Where)`` (kind: ``syncthreads``, ``syncthreads_count``, ...) to the
+    ``arrived`` maps ``(kind, Where, via)`` (kind: ``syncthreads``, ``syncthreads_count``, ...; via:
+    the kernel line that called the device function with the barrier, or ``None``) to the
     ``(x, y, z)`` thread indices that waited there; ``total`` is the block's thread count."""
 
     block: tuple
@@ -208,7 +225,7 @@ class Trace:
         first = self.barriers[0].block if self.barriers else None
         for r in self.barriers:
             if r.block == first:
-                out[r.number] = [where for _, where in r.arrived]
+                out[r.number] = [where for _, where, _ in r.arrived]
         return out
 
 
@@ -330,7 +347,7 @@ class RecordingArray:
             raise cannot_follow(f"a launch of more than {MAX_ACCESSES} element accesses (does a loop never end?)")
         b.trace.accesses.append(Access(b.name, kind, tuple(t.blockIdx), tuple(t.threadIdx), t.thread_id // 32,
                                        flat, ok, b.space, where, getattr(t, "interval", 0), t.seq, op,
-                                       runs[where]))
+                                       runs[where], caller_of(f)))
 
     def __getitem__(self, key):
         flat, shape, strides, ok = self._select(key)

@@ -7,6 +7,7 @@ import inspect
 
 import numpy as np
 
+from hisparse_numba.blockscan import block_exclusive_scan_dev
 from hisparse_numba.device import cuda
 
 N = 16
@@ -280,3 +281,12 @@ def loops_forever_reading(a, out):
     while a[0] == 0:                                  # never ends, reading a again and again
         x += 1
     out[0] = x
+
+
+@cuda.jit
+def library_scan_inside_if(values, out):
+    t = cuda.threadIdx.x
+    s = cuda.shared.array(N, np.int64)
+    if t < 8:
+        offset, total = block_exclusive_scan_dev(s, values[t], t, 8)   # @call
+        out[t] = offset

@@ -286,3 +286,18 @@ def test_slice_assignment_negative_index_and_nbytes():
     assert [x.index for x in trace.of("out", "write")] == [0, 1, 2, 3, 4, 5]
     (oob,) = trace.out_of_bounds()
     assert (oob.buffer, oob.index) == ("a", -1)
+
+
+@simulator
+def test_a_barrier_in_a_device_function_names_the_kernel_line_that_called_it():
+    call = line_of(k.library_scan_inside_if, "call")
+    out = np.zeros(N, np.int64)
+    report = racecheck.run(k.library_scan_inside_if, 1, N, np.ones(N, np.int64), out)
+    assert out[:8].tolist() == list(range(8))
+    (div,) = report.divergence                    # one report for the four barriers of the scan
+    assert div.via.line == call and div.where.function == "block_exclusive_scan_dev" and len(div.after) == 3
+    assert div.message.startswith(f"cuda.syncthreads() at line {div.line} in `block_exclusive_scan_dev` of "
+                                  f"blockscan.py, called from line {call} (`offset, total = "
+                                  "block_exclusive_scan_dev(s, values[t], t, 8)`), was reached by 8 of 16 threads")
+    assert div.message.endswith(f"the 3 barriers after it (lines {', '.join(map(str, div.after))}) were reached "
+                                "by the same 8 threads")

@@ -72,8 +72,8 @@ def test_shared_arrays_lines_and_barrier_intervals_are_recorded():
     assert {a.interval for a in trace.of("tile", "write")} == {0} and {a.interval for a in trace.of("tile", "read")} == {1}
     assert {a.where.text for a in trace.of("tile", "read")} == {"dst[t] = tile[7 - t]"}
     (round_,) = trace.barriers
-    ((kind, where), threads), = round_.arrived.items()
-    assert kind == "syncthreads" and where.text == "cuda.syncthreads()" and len(threads) == round_.total == 8
+    ((kind, where, via), threads), = round_.arrived.items()
+    assert kind == "syncthreads" and via is None and where.text == "cuda.syncthreads()" and len(threads) == round_.total == 8
 
 
 def test_show_draws_one_row_per_buffer_and_barrier_interval():
