@@ -22,7 +22,6 @@ The value conditions, per real batch row ``b`` (each flag's index is the row):
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,10 +30,8 @@ from ...checks import FlagTally
 from ...device import cuda, jit_kernel
 from ...value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, finish_check_dev,
                            flag_bad_dev, report_value_dev)
+from .call import SwapInCall
 from .hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
-
-if TYPE_CHECKING:
-    from .checks import SwapInCall
 
 NUM_REAL, REQUEST, SELECTION, SLOT_STATE, MISS_SOURCE, HOT_LOCATION = range(6)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back

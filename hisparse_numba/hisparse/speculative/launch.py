@@ -110,7 +110,13 @@ def load_cache_to_device_buffer_spec_mla(
     raises a ValueError and writes nothing; ``"shapes"`` checks shapes, dtypes and scalars only,
     for callers who validated the values upstream (a bad value then corrupts memory or state).
     """
-    call = check_speculative(**locals(), for_kernel=True, defer=True)
+    call = check_speculative(
+        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens, host_cache_locs=host_cache_locs,
+        device_buffer_locs=device_buffer_locs, host_cache=host_cache, device_buffer=device_buffer,
+        top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices, seq_lens=seq_lens,
+        state=state, num_real_reqs=num_real_reqs, miss_src=miss_src, miss_dst=miss_dst,
+        miss_count=miss_count, item_size_bytes=item_size_bytes,
+        checks=checks, for_kernel=True, defer=True)
     launch_then_settle(call, launch_unchecked, settle_speculative)   # gated kernel, then the verdict
 
 

@@ -348,7 +348,13 @@ def load_cache_to_device_buffer_spec_mla_reference(
 
     Shapes/dtypes: see the launcher. Written per request, per occurrence, for clarity.
     """
-    call = check_speculative(**locals())
+    call = check_speculative(
+        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens, host_cache_locs=host_cache_locs,
+        device_buffer_locs=device_buffer_locs, host_cache=host_cache, device_buffer=device_buffer,
+        top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices, seq_lens=seq_lens,
+        state=state, num_real_reqs=num_real_reqs, miss_src=miss_src, miss_dst=miss_dst,
+        miss_count=miss_count, item_size_bytes=item_size_bytes,
+        checks=checks)
     real = int(num_real_reqs[0])
     for b in range(call.batch):
         if b < real:
