@@ -157,7 +157,7 @@ def launch_unchecked(call: SpecCall) -> None:
 
 def kernel_args(call: SpecCall, work: "Workspace") -> tuple:
     """The swap kernel's arguments for a checked call and its workspace, in the kernel's order
-    (launch_unchecked; the stamped copies in notes/timeline append their stamps array)."""
+    (``launch_unchecked``)."""
     miss_src, miss_dst, miss_count = (call.miss_src, call.miss_dst, call.miss_count) if call.record \
         else placeholder_plan()
     state = call.state
