@@ -201,7 +201,7 @@ def test_no_function_is_over_120_lines():
 _FORBIDDEN = re.compile("|".join([
     r"\bsessions? [0-9]",                 # a development session
     r"\bissues? [0-9]",                   # an issue number
-    r"(?<![:{\w])#[0-9]{2}",               # "#39" (not a format spec such as :#018x)
+    r"(?<![:{\w])#[0-9]{2}",               # a number after a hash sign, not a format spec (:#0...)
     "/wo" + "rk/", "/tm" + "p/hisparse", "/ro" + "ot/",   # this machine's paths
 ]), re.I)
 
@@ -308,3 +308,20 @@ def test_the_shared_module_table_of_contributing_names_what_exists():
             if not hasattr(module, name):
                 missing.append(f"{path}: {name}")
     assert checked > 50 and missing == []
+
+
+FAMILY_PACKAGES = ("hisparse", "hisparse/single_step", "hisparse/speculative", "kv_canary")
+
+
+@pytest.mark.parametrize("package", FAMILY_PACKAGES)
+def test_each_family_init_is_a_file_map_of_its_package(package):
+    """The package docstring names every file of the package, ``reference.py`` (where there is
+    one) before any other."""
+    folder = PACKAGE / package
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
+    assert "in reading order" in doc
+    named = re.findall(r"``(\w+\.py)``", doc.split("in reading order", 1)[1])
+    files = sorted(p.name for p in folder.glob("*.py") if p.name != "__init__.py")
+    assert [f for f in files if f not in named] == []
+    if "reference.py" in files:
+        assert named[0] == "reference.py"

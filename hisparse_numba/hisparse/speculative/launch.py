@@ -1,8 +1,9 @@
 """Launcher of the speculative swap-in: launch geometry, the private workspace, the launch.
 
-``load_cache_to_device_buffer_spec_mla(**keywords)`` is ``launch_unchecked(check_speculative(
-**keywords))``: checks (``checks.py``), then one launch of ``v3_tuned.swap_kernel`` on a grid sized
-by ``geometry``. Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked`` where they show what
+``load_cache_to_device_buffer_spec_mla(...)`` runs ``check_speculative(..., defer=True)`` (host
+checks and the device value pass enqueued, ``checks.py``), then ``launch_unchecked(call)``: one
+launch of ``v3_tuned.swap_kernel`` behind the pass's gate, on a grid sized by ``geometry``; then
+``settle_speculative(call)`` takes the verdict. Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked`` where they show what
 a check prevents.
 """
 
