@@ -325,3 +325,10 @@ def test_each_family_init_is_a_file_map_of_its_package(package):
     assert [f for f in files if f not in named] == []
     if "reference.py" in files:
         assert named[0] == "reference.py"
+
+
+def test_product_code_points_only_at_documents_that_ship():
+    """Every ``docs/...`` page (and heading file) the package's code and messages name exists."""
+    cited = {m for p in MODULES.values() for m in re.findall(r"\bdocs/[\w./-]+\.md", p.read_text())}
+    assert cited and sorted(c for c in cited if not (ROOT / c).is_file()) == []
+    assert not [m for m, p in MODULES.items() if re.search(r"\bnotes/|\.final/|\bexp/\w+\.py", p.read_text())]
