@@ -29,7 +29,7 @@ def compile_fuzz_configurations(part: int, parts: int) -> None:
         for record_plan in (True, False):
             for index_dtype in ("int32", "int64"):
                 single_step(K, H, record_plan, batch=2, block_size=block, index_dtype=index_dtype,
-                                   skip_io=(False, True), replay=True)
+                            skip_io=(False, True), replay=True)
 
 
 def strided_copy(a, columns: int | None = None):
