@@ -35,7 +35,7 @@ BENCHMARKS = {
                 "where the time goes: cold/warm compile, first and steady calls, a public call's split"),
     "graph": ("hisparse_numba.bench.graph", "eager launches vs CUDA-graph replay of a decode step"),
 }
-GPU_RUNS = "notes/gpu-runs.md"
+GPU_RUNS = "docs/performance.md"
 
 
 class CliError(Exception):

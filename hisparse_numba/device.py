@@ -29,7 +29,7 @@ import numpy as np
 
 # The order matters: ``backend`` chooses the world and ``kernel_cache`` sets the cache location,
 # both before Numba is imported.
-from . import kernel_cache, simulator_threads
+from . import fast_launch, kernel_cache, simulator_threads
 from .backend import BACKEND as _BACKEND
 from .backend import BACKEND_ENV, ROW_STACK_SHIM
 from .graphs import CapturedGraph, capture_graph
@@ -58,14 +58,11 @@ if _BACKEND == "simulator":
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: E402
 
 if _BACKEND == "cuda":
-    from cuda.core import Stream as _CORE_STREAM  # noqa: E402
-    from cuda.core import launch as _CORE_LAUNCH  # noqa: E402  (what Numba's own launch calls)
     from numba.cuda.dispatcher import CUDACache as _CUDA_CACHE  # noqa: E402
 
-    _CUPY_NDARRAY = xp.ndarray
     _CUPY_CURRENT_STREAM = xp.cuda.get_current_stream
 else:
-    _CUPY_NDARRAY = _CORE_LAUNCH = _CORE_STREAM = _CUPY_CURRENT_STREAM = _CUDA_CACHE = None
+    _CUPY_CURRENT_STREAM = _CUDA_CACHE = None
 
 SIMULATOR = _BACKEND == "simulator"
 COMPILE_ONLY = _BACKEND == "compile-only"
@@ -200,25 +197,14 @@ def lock_cache_saves() -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Launching.
-#
-# ``kernel[grid, block](*args)`` re-types every argument, looks the compiled specialisation up
-# and converts every CuPy array to a Numba array on each call (50-150 us). On a GPU,
-# :func:`launch` keys each call by the cheap facts that decide the argument types (dtype, ndim,
-# contiguity of arrays; the Python type of scalars), finds the compiled kernel once per key and
-# writes the kernel's argument list itself (pointer, shape and strides of each CuPy array).
-# Arguments of any other kind go through Numba's own marshalling for that argument.
+# Launching. On a GPU, ``launch`` hands each launch to ``fast_launch.FastLauncher`` (the argument
+# list written by hand, repeats straight to the driver); it falls back to Numba's public launch,
+# :func:`launch_plain`, where the private internals it needs are missing or have changed shape.
 # ---------------------------------------------------------------------------------------------
 
 COMPILE_TARGET_CC = (9, 0)
 compiled_signatures: dict = {}
-
-_CUPY_ARRAY, _WORDS, _OTHER = 0, 1, 2
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_fast_entries: dict = {}
-_core_streams: dict = {}
-_last_launch: dict = {}    # kernel -> its last launch (_LastLaunch; see _patched_argument_list)
-fast_launch_failures: list = []  # why a kernel fell back to Numba's launch path (expected empty)
+fast_launch_failures = fast_launch.failures  # why a launch left the fast path (expected empty)
 
 
 class DeviceWords:
@@ -242,69 +228,6 @@ class DeviceWords:
                 "data": (self.ptr, False), "version": 3}
 
 
-def _arg_key(a):
-    """What decides ``a``'s Numba type, cheaply; None when only Numba's typeof can tell."""
-    t = type(a)
-    if t is _CUPY_NDARRAY:
-        flags = a.flags
-        return (t, a.dtype, a.ndim, flags.c_contiguous, flags.f_contiguous)
-    if t is DeviceWords:
-        return t
-    if t is int:
-        return t if _INT64_MIN <= a <= _INT64_MAX else None
-    if t is bool or t is float or isinstance(a, np.generic):
-        return t
-    return None
-
-
-class _FastEntry:
-    __slots__ = ("kernel", "cufunc", "kinds", "argtypes", "configs", "launched")
-
-    def __init__(self, compiled, args):
-        self.kernel = compiled
-        self.cufunc = compiled._codelibrary.get_cufunc().kernel
-        self.argtypes = compiled.argument_types
-        self.kinds = tuple(_CUPY_ARRAY if type(a) is _CUPY_NDARRAY else
-                           _WORDS if type(a) is DeviceWords else _OTHER for a in args)
-        self.configs = {}
-        self.launched = False
-
-
-def _fast_entry(kernel, args):
-    """The compiled kernel for these arguments' types, or None where the plain path must run."""
-    keys = tuple(_arg_key(a) for a in args)
-    if None in keys:
-        return None
-    key = (kernel, keys)
-    entry = _fast_entries.get(key)
-    if entry is None:
-        from numba.cuda.typing.typeof import Purpose, typeof
-
-        use_disk_cache(kernel)
-        argtypes = tuple(typeof(_numba_arg(a), Purpose.argument) for a in args)
-        compiled = kernel.compile(argtypes)
-        unusual = (compiled.debug or kernel.targetoptions.get("extensions")
-                   or getattr(compiled, "launch_config_sensitive", False) or kernel.specialized)
-        entry = False if unusual else _FastEntry(compiled, args)
-        _fast_entries[key] = entry
-    return entry or None
-
-
-def _launch_config(entry, grid, block):
-    config = entry.configs.get((grid, block))
-    if config is None:
-        from cuda.core import LaunchConfig
-        from numba.cuda._compat import CUDA_CORE_GE_1_0
-        from numba.cuda.errors import normalize_kernel_dimensions
-
-        g, b = normalize_kernel_dimensions(grid, block)
-        coop = {"is_cooperative" if CUDA_CORE_GE_1_0 else "cooperative_launch":
-                entry.kernel.cooperative}
-        config = LaunchConfig(grid=g, block=b, shmem_size=0, **coop)
-        entry.configs[(grid, block)] = config
-    return config
-
-
 def current_stream() -> int:
     """The handle of CuPy's current stream (0 for the legacy default stream); kernels go there."""
     return _CUPY_CURRENT_STREAM().ptr if _BACKEND == "cuda" else 0
@@ -314,182 +237,25 @@ def launch(kernel, grid, block, *args) -> None:
     """Launch ``kernel[grid, block](*args)`` on CuPy's current stream, in the current world.
 
     On a GPU the first call for each combination of argument types compiles (or loads from the
-    disk cache) the specialisation; later calls only write the argument list and launch.
-    In ``compile-only`` mode the kernel is compiled to PTX for ``COMPILE_TARGET_CC`` with the
-    argument types of this call, and nothing runs; the PTX is kept in ``compiled_signatures``.
+    disk cache) the specialisation; later calls only write the argument list and launch
+    (``fast_launch``). In ``compile-only`` mode the kernel is compiled to PTX for
+    ``COMPILE_TARGET_CC`` with the argument types of this call, and nothing runs; the PTX is kept
+    in ``compiled_signatures``.
     """
-    if _BACKEND != "cuda":
-        args = tuple(kernel_array(a) for a in args)
-        if COMPILE_ONLY:
-            from numba import typeof
-
-            sig = tuple(typeof(a) for a in args)
-            key = (kernel.py_func, sig)
-            if key not in compiled_signatures:
-                ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=COMPILE_TARGET_CC)
-                compiled_signatures[key] = ptx
-            return
-        run_simulated(kernel, grid, block, args)
+    if _BACKEND == "cuda":
+        _FAST.launch(kernel, grid, block, args)
         return
-    ptr = _CUPY_CURRENT_STREAM().ptr
-    last = _last_launch.get(kernel)
-    if last is not None and last.grid == grid and last.block == block and last.ptr == ptr \
-            and len(last.args) == len(args):
-        kargs = _patched_argument_list(kernel, last, args)
-        if kargs is not None:
-            if kargs is last.kargs and _repeat_launch(last):
-                return
-            _CORE_LAUNCH(last.stream, last.config, last.entry.cufunc, *kargs)
-            return
-    entry = _fast_entry(kernel, args)
-    if entry is None:
-        launch_plain(kernel, grid, block, *args)
+    args = tuple(kernel_array(a) for a in args)
+    if COMPILE_ONLY:
+        from numba import typeof
+
+        sig = tuple(typeof(a) for a in args)
+        key = (kernel.py_func, sig)
+        if key not in compiled_signatures:
+            ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=COMPILE_TARGET_CC)
+            compiled_signatures[key] = ptx
         return
-    stream = _core_streams.get(ptr)
-    if stream is None:
-        stream = _core_streams[ptr] = _CORE_STREAM.from_handle(ptr)
-    kargs, spans = [], []
-    for kind, ty, a in zip(entry.kinds, entry.argtypes, args):
-        begin = len(kargs)
-        kargs.extend(_argument_words(entry, kind, ty, a, stream))
-        spans.append((begin, len(kargs)))
-    config = _launch_config(entry, grid, block)
-    if entry.launched:
-        _CORE_LAUNCH(stream, config, entry.cufunc, *kargs)
-        _last_launch[kernel] = _LastLaunch(grid, block, ptr, args, stream, config, entry, kargs, spans)
-        return
-    try:
-        _CORE_LAUNCH(stream, config, entry.cufunc, *kargs)
-        entry.launched = True
-    except Exception as exc:  # never seen: keep working through Numba's path, and say why
-        fast_launch_failures.append(f"{kernel.py_func.__qualname__}: {type(exc).__name__}: {exc}")
-        _fast_entries[(kernel, tuple(_arg_key(a) for a in args))] = False
-        launch_plain(kernel, grid, block, *args)
-
-
-def _driver_launcher():
-    """``(ParamHolder, cuLaunchKernel, CUDA_SUCCESS)``: cuda.core's argument packer and the driver's
-    launch, for :func:`_repeat_launch`; None where this cuda.core or cuda-python lacks them."""
-    import importlib
-
-    try:
-        from cuda import bindings
-        from cuda.bindings import driver
-    except Exception:       # noqa: BLE001 - an older cuda-python: keep cuda.core's launch
-        return None
-    major = bindings.__version__.split(".")[0]
-    for name in (f"cuda.core.cu{major}._kernel_arg_handler", "cuda.core._kernel_arg_handler",
-                 "cuda.core.experimental._kernel_arg_handler"):
-        try:
-            return importlib.import_module(name).ParamHolder, driver.cuLaunchKernel, driver.CUresult.CUDA_SUCCESS
-        except Exception:   # noqa: BLE001 - not in this layout of the package
-            continue
-    return None
-
-
-_DRIVER_LAUNCH = None   # _driver_launcher() once it has been looked up; False when unavailable
-
-
-def _repeat_launch(last) -> bool:
-    """Launch ``last`` again, argument list and all, straight through the driver: its arguments
-    are packed once (by cuda.core's own packer) and every later repeat passes the packed block,
-    instead of cuda.core's launch packing the argument words again (about 12 us for a kernel of
-    120 words on the H200's host). False where that path is unavailable: the caller launches
-    through cuda.core."""
-    global _DRIVER_LAUNCH
-    raw = last.raw
-    if raw is None:
-        if _DRIVER_LAUNCH is None:
-            _DRIVER_LAUNCH = _driver_launcher() or False
-        raw = last.raw = False
-        if _DRIVER_LAUNCH and not last.entry.kernel.cooperative:
-            try:
-                holder = _DRIVER_LAUNCH[0](last.kargs)
-                from numba.cuda.errors import normalize_kernel_dimensions
-
-                (gx, gy, gz), (bx, by, bz) = normalize_kernel_dimensions(last.grid, last.block)
-                handle = getattr(last.entry.cufunc, "handle", None) or last.entry.cufunc._handle
-                raw = last.raw = (int(handle), gx, gy, gz, bx, by, bz, holder, holder.ptr)
-            except Exception as exc:   # noqa: BLE001 - keep cuda.core's launch, and say why
-                fast_launch_failures.append(f"driver launch: {type(exc).__name__}: {exc}")
-                _DRIVER_LAUNCH = False
-    if raw is False:
-        return False
-    func, gx, gy, gz, bx, by, bz, _, params = raw
-    try:
-        err = _DRIVER_LAUNCH[1](func, gx, gy, gz, bx, by, bz, 0, last.ptr, params, 0)[0]
-        ok = err == _DRIVER_LAUNCH[2]
-    except Exception as exc:   # noqa: BLE001 - refused before launching: cuda.core's launch instead
-        err, ok = exc, False
-    if not ok:
-        fast_launch_failures.append(f"driver launch: {err!r}; cuda.core's launch from now on")
-        _DRIVER_LAUNCH = last.raw = False
-    return ok
-
-
-def _argument_words(entry, kind, ty, a, stream) -> list:
-    """The words of argument ``a`` in a kernel's argument list (an array: its meminfo and parent
-    placeholders, size, item size, data pointer, shape and strides)."""
-    if kind == _CUPY_ARRAY:
-        return [0, 0, a.size, a.itemsize, a.data.ptr, *a.shape, *a.strides]
-    if kind == _WORDS:
-        return [0, 0, a.size, 8, a.ptr, a.size, 8]
-    words = []
-    entry.kernel._prepare_args(ty, a, stream, [], words)
-    return words
-
-
-def _array_facts(a):
-    return (a.data.ptr, a.shape, a.strides) if type(a) is _CUPY_NDARRAY else None
-
-
-class _LastLaunch:
-    """A kernel's last launch from :func:`launch`: its configuration, its arguments (held, so
-    their ids stay theirs), their argument list and where each argument's words lie in it."""
-
-    __slots__ = ("grid", "block", "ptr", "args", "stream", "config", "entry", "kargs", "spans", "facts", "raw")
-
-    def __init__(self, grid, block, ptr, args, stream, config, entry, kargs, spans):
-        self.grid, self.block, self.ptr, self.args = grid, block, ptr, args
-        self.stream, self.config, self.entry, self.kargs, self.spans = stream, config, entry, kargs, spans
-        self.facts = tuple(_array_facts(a) for a in args)
-        self.raw = None     # the packed arguments of _repeat_launch, once it has run (False: unavailable)
-
-
-def _same_argument(old, new, old_facts) -> bool:
-    if old is new:
-        return old_facts is None or old_facts == _array_facts(new)   # a CuPy array can be reshaped
-    t = type(new)
-    return type(old) is t and (t is int or t is float or t is bool or isinstance(new, np.generic)) \
-        and old == new
-
-
-def _patched_argument_list(kernel, last, args):
-    """The argument list for ``args`` made from the kernel's last launch (same grid, block, stream
-    and arity): that list itself when every argument is the same (a decode loop passes the same
-    buffers at every step), else a copy with the words of the arguments that changed rewritten,
-    provided each keeps its type (a new query array each step). None when a type changed: the
-    caller then writes the whole list."""
-    kargs = last.kargs
-    changed = None
-    for i, (old, new) in enumerate(zip(last.args, args)):
-        if _same_argument(old, new, last.facts[i]):
-            continue
-        key = _arg_key(new)          # the type and, for an array, dtype, ndim and layout
-        if key is None or key != _arg_key(old):
-            return None
-        if changed is None:
-            changed = list(kargs)
-        begin, end = last.spans[i]
-        words = _argument_words(last.entry, last.entry.kinds[i], last.entry.argtypes[i], new, last.stream)
-        if len(words) != end - begin:
-            return None
-        changed[begin:end] = words
-    if changed is None:
-        return kargs
-    _last_launch[kernel] = _LastLaunch(last.grid, last.block, last.ptr, args, last.stream, last.config,
-                                       last.entry, changed, last.spans)
-    return changed
+    run_simulated(kernel, grid, block, args)
 
 
 def launch_plain(kernel, grid, block, *args) -> None:
@@ -545,6 +311,13 @@ def byte_words(a):
 
 
 _byte_words: dict = {}
+
+# The GPU's fast launch path (``fast_launch``); its last launch per kernel is ``_last_launch``.
+_FAST = fast_launch.FastLauncher(
+    cuda, array_type=xp.ndarray, words_type=DeviceWords, current_stream=current_stream,
+    plain_launch=launch_plain, numba_arg=_numba_arg, use_disk_cache=use_disk_cache,
+) if _BACKEND == "cuda" else None
+_last_launch: dict = _FAST.last_launch if _FAST is not None else {}
 
 
 

@@ -86,7 +86,7 @@ def finish_check_dev(flags, verdict):
     atomic exchange, writes it into ``verdict`` (``FLAG_WORDS`` words of mapped pinned memory,
     which the host reads once the kernel is done) and the gate word into the gate view, then
     advances the claim epoch. No copy comes before or after the kernel: on an H200 the reset and
-    read-back copies cost about 2 and 5 us of GPU time (notes/gpu-runs.md, session 10)."""
+    read-back copies cost about 2 and 5 us of GPU time (``docs/performance.md``)."""
     last = cuda.shared.array(1, np.int32)
     cuda.threadfence()              # this thread's flags are visible before its block counts as done
     cuda.syncthreads()

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import device
+from .hisparse.single_step.workloads import single_step, strided_copy  # noqa: F401  (tasks name them here)
 from .launch_recorder import (GEOMETRY_FUNCTIONS, LEARNER_MARK, is_package_kernel,  # noqa: F401
                               recording_launches, specialisation)
 
@@ -57,59 +58,6 @@ class Task:
 # addressed as sglang addresses it, a state reached through a guarded arena) launches another
 # specialisation than one with contiguous arrays. Deliberately unchecked lesson launches are
 # reproduced here with views that are in bounds.
-
-
-def strided_copy(a, columns: int | None = None):
-    """``a`` (2-D, on the device) copied into a strided view of ``columns`` columns (default: as
-    many as ``a``) inside a wider zero-filled array: layout ``A``, every column in bounds. The row
-    stride, in elements, is the next multiple of 4 above ``columns`` whatever the dtype: plan arrays
-    share one stride, and 4- and 8-byte rows start on 16-byte boundaries (the kernels also read
-    int32 rows as int64 words)."""
-    xp = device.xp
-    columns = a.shape[1] if columns is None else int(columns)
-    room = xp.zeros((a.shape[0], (columns // 4 + 1) * 4), dtype=a.dtype)
-    room[:, : a.shape[1]] = a
-    return room[:, :columns]
-
-
-def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool = True, *,
-                batch: int = 3, block_size: int = 32, index_dtype: str = "int32", skip_io=(False,),
-                strided_plan: bool = False, replay: bool = False,
-                unchecked_hot: int | None = None) -> None:
-    """The single-step swap-in of one (K, H, plan) configuration, for each ``skip_io``; with
-    ``strided_plan`` the plan arrays are strided views; with ``replay`` the planned copy replays
-    the recorded plan into another layer, both ``skip_io`` values. ``unchecked_hot`` launches the
-    checked call again, unchecked, with a smaller hot buffer size (lesson 09's H < K, which the
-    checks reject; the arrays stay sized for ``hot_buffer_size``, so it stays in bounds)."""
-    import numpy as np
-
-    from .hisparse.single_step.examples import make_swap_in_problem, planned_copy_args, to_device_problem
-    from .hisparse.single_step.planned_copy import copy_cache_planned_mla
-    from .hisparse.single_step import (check_swap_in, launch_unchecked, load_cache_to_device_buffer_mla,
-                                   load_cache_to_device_buffer_mla_reference)
-
-    rng = np.random.default_rng(0)
-    for skip in skip_io:
-        p = make_swap_in_problem(rng, batch=batch, num_top_k=num_top_k, hot_buffer_size=hot_buffer_size,
-                                 record_plan=record_plan, index_dtype=np.dtype(index_dtype).type,
-                                 num_real=max(batch - 1, 1), block_size=block_size)
-        p["skip_io"] = skip
-        d = to_device_problem(p)
-        if strided_plan:
-            d["miss_src"], d["miss_dst"] = strided_copy(d["miss_src"]), strided_copy(d["miss_dst"])
-        if unchecked_hot is None:
-            load_cache_to_device_buffer_mla(**d)
-        else:
-            call = check_swap_in(**d)
-            launch_unchecked(call._replace(hot_buffer_size=unchecked_hot))
-        if replay and record_plan and not skip:
-            load_cache_to_device_buffer_mla_reference(**p)
-            d = to_device_problem(p)
-            if strided_plan:
-                d["miss_src"], d["miss_dst"] = strided_copy(d["miss_src"]), strided_copy(d["miss_dst"])
-            layer = device.to_device(p["device_buffer"])
-            for replay_skip in (False, True):
-                copy_cache_planned_mla(**planned_copy_args(d, layer, skip_io=replay_skip))
 
 
 def planned_copy_int64_destinations() -> None:
@@ -258,7 +206,7 @@ def bench_spec_tasks(batches, variants) -> tuple:
     task per (occurrences per thread, committer tile, record) key its batches reach on this GPU
     (``speculative.launch.geometry``), at the first batch with that key and the benchmark's sizes
     (small items: the item size is not compiled in), and the single-step kernels of ``lru_1_full``."""
-    from .bench import spec as bench
+    from .bench import spec_shape as bench
     from .hisparse.speculative.launch import geometry
 
     records = {True} | ({False} if {"spec_4_full", "spec_1_full_3_shared"} & set(variants) else set())
@@ -282,9 +230,9 @@ def tasks_for(which: str) -> tuple:
     tasks = {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,   # tests run the lessons too
              "all": LESSON_TASKS + TEST_TASKS}[which]
     if which == "all":
-        from .bench import spec
+        from .bench import spec_shape
 
-        tasks += bench_spec_tasks(spec.DEFAULT_BATCHES, spec.DEFAULT_VARIANTS)
+        tasks += bench_spec_tasks(spec_shape.DEFAULT_BATCHES, spec_shape.DEFAULT_VARIANTS)
     return tuple(t for t in tasks if device.backend() != "cuda" or not t.simulator_only)
 
 

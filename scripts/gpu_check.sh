@@ -42,7 +42,7 @@ for phase in "$@"; do
     doctor)  run doctor python3 -m hisparse_numba doctor ;;
     warmup)  run warmup python3 -m hisparse_numba.warmup --all ${WARMUP_JOBS:+--jobs $WARMUP_JOBS} ;;
     lessons-cold)  # what `make lessons` does, from an empty kernel cache (later phases keep using it)
-      export NUMBA_CACHE_DIR=$(mktemp -d /tmp/hisparse-cold-cache.XXXX)
+      export NUMBA_CACHE_DIR=$(mktemp -d -t hisparse-cold-cache.XXXX)
       t_cold=$SECONDS
       run lessons-cold python3 -m hisparse_numba.warmup --lessons ${WARMUP_JOBS:+--jobs $WARMUP_JOBS}
       run lessons-cold python3 -m hisparse_numba lessons run --solved --out "$OUT/lessons-solved"

@@ -69,8 +69,8 @@ def longest_first(items: list) -> list:
     pytest-xdist hands tests out in collection order, two to a process at the start (see
     ``pytest_configure``), so a long test collected last (a compile for every architecture, a wheel
     build) would run alone at the end while the other processes sit idle, and two long tests next
-    to each other would go to the same process (notes/gpu-runs.md, session 13: on the H200 the
-    suite went from 282 to 233 s; on CI's two cores, from about 30 to 22 min). The sort is stable:
+    to each other would go to the same process (on the H200 this order took the suite from 282 to
+    233 s; on CI's two cores, from about 30 to 22 min). The sort is stable:
     pytest's order within equal times."""
     slow = sorted((i for i in items if slow_seconds(i)), key=lambda i: -slow_seconds(i))
     quick = [i for i in items if not slow_seconds(i)]

@@ -86,7 +86,7 @@ def test_bench_on_the_simulator_says_what_it_needs(capsys):
     assert cli.main(["bench", "spec"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "needs a CUDA GPU" in err and "notes/gpu-runs.md" in err and "cuda12" in err
+    assert "needs a CUDA GPU" in err and "docs/performance.md" in err and "cuda12" in err
 
 
 def test_a_broken_bench_module_fails_loudly(monkeypatch, capsys):

@@ -19,7 +19,7 @@ the same work launched on arguments checked once (``launch_unchecked``), as sgla
 the figure its 28 / 92 / 613 us compare with; ``graph_us`` (``spec_1_full`` only) the same
 launches replayed from one captured CUDA graph, as sglang's decode loop runs them (its 25.9 us at
 batch 1). Before timing, every kernel configuration the chosen batches launch is compiled in
-parallel processes (``warmup.bench_spec_tasks``). The floor is the
+parallel processes (``warmup.bench_spec_tasks``; the sizes are ``spec_shape``'s). The floor is the
 bytes that must cross PCIe (unique misses x item size x layers) at the measured pinned
 host-to-device memcpy bandwidth; ``floor %`` is
 floor time / GPU time. ``zc_us`` is the same unique misses (the anchor's last miss plan, x
@@ -37,13 +37,8 @@ from .. import device
 from ..hisparse.speculative.examples import make_spec_problem, set_selection, wrong_items, snapshot
 from .harness import gpu_time_ms, h2d_pinned_gbps, print_table, require_gpu, zero_copy_gather_ms
 
-NUM_STEPS, TOP_K, HOT, PAGE = 4, 2048, 4096, 64
-ITEM_WORDS = 72
-MISS_PER_STEP, UNIQUE_MISSES, MISS_ADVANCE = 196, 782, 800
-SCRATCH = 4096
-SGLANG_US = {1: 28.0, 8: 92.0, 64: 613.0}
-DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64)
-DEFAULT_VARIANTS = ("lru_1_full", "spec_1_full", "spec_4_full", "spec_1_full_3_shared")
+from .spec_shape import (DEFAULT_BATCHES, DEFAULT_VARIANTS, HOT, ITEM_WORDS, MISS_ADVANCE,  # noqa: F401
+                         MISS_PER_STEP, NUM_STEPS, PAGE, SCRATCH, SGLANG_US, TOP_K, UNIQUE_MISSES)
 
 
 def add_arguments(parser) -> None:

@@ -1,17 +1,19 @@
 """HiSparse: the per-request GPU hot buffer in front of a host KV pool.
 
-One package per kernel family, each with the same shape (``reference``, ``kernel``, ``checks``,
-``value_checks``, ``launch``, ``examples``):
+Files and packages, in reading order (each family package's ``__init__`` lists its own files,
+the NumPy reference first):
 
-* ``gather`` (moving items host -> device, the on-ramp of lesson 00; its checks in ``gather_checks``);
+* ``gather.py`` (moving items host -> device, the on-ramp of lesson 00; its checks in
+  ``gather_checks.py``);
 * ``single_step/``: the single-step LRU swap-in and the replay of its miss plan into other layers
   (``planned_copy``); behaviour in docs/single-step-swap-in.md;
 * ``speculative/``: the multi-step swap-in of speculative decoding, with its state (``state``,
   ``hash``); behaviour in docs/speculative-swap-in.md;
-* ``miss_plan`` (sizing a plan, shared by both) and ``limits`` (the sizes kernels are built for).
+* ``miss_plan.py`` (sizing a plan, shared by both) and ``limits.py`` (the sizes kernels are built for).
 
-Each launcher is ``check_<family>(...)`` (the accepted call) then its family's
-``launch_unchecked(call)``.
+Each launcher checks (``check_<family>``, the device value pass enqueued), launches the gated
+kernel (``launch_unchecked(call)``) and takes the verdict; the gather, whose kernel lesson 00
+launches by hand without a gate, takes the verdict before it launches.
 """
 
 from .gather import gather_to_hot_buffer, gather_to_hot_buffer_reference

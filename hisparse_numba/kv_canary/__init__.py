@@ -1,10 +1,20 @@
 """kv-canary: sidecar canary rows that detect KV-cache corruption (plan -> write -> verify).
 
-Read in this order: ``hashing`` (the chain), ``plan`` (which slots to verify and where to write),
-``write`` (stamp rows), ``verify`` (check rows), ``context`` (real-KV folding and the violation
-ring). Each launcher is ``check_canary_<kernel>(...)`` (the accepted call: ``plan_checks``,
-``write_checks``, ``verify_checks``, each with its one-pass device value check and that check's
-NumPy twin; ``arguments`` for the Python-type checks) then its module's ``launch_unchecked(call)``.
+Files, in reading order (each kernel module holds its NumPy reference first, then the kernel,
+then ``launch_unchecked(call)`` and the launcher):
+
+* ``hashing.py``: the hash chain, in NumPy and as device functions;
+* ``plan_types.py``: ``VerifyPlan`` and ``WritePlan``, the plans' buffers;
+* ``plan_checks.py``, ``plan.py``: which slots to verify and where to write
+  (``launch_canary_plan_kernels``);
+* ``context.py``: ``VerifyOrWriteContext``, the canary buffer, real-KV folding and the violation ring;
+* ``write_checks.py``, ``write.py``: stamp canary rows (``launch_canary_write_kernel``);
+* ``verify_checks.py``, ``verify.py``: check canary rows (``launch_canary_verify_kernel``);
+* ``examples.py``: valid problems for tests, benchmarks and lessons, and ``compile_examples``.
+
+Each launcher is ``check_canary_<kernel>(..., defer=True)`` (host checks with
+``hisparse_numba/arguments.py`` and ``checks.py``; the device value pass enqueued; the plan runs
+its pass inside its first kernel), then the gated ``launch_unchecked(call)``, then the verdict.
 The behaviour: ``docs/kv-canary-behaviour.md``.
 """
 

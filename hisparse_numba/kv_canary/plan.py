@@ -73,7 +73,15 @@ def launch_canary_plan_kernels_reference(*, verify_plan_out, write_plan_out, req
                                          req_to_verify_expected_tokens_valid_lens,
                                          kv_token_id_vs_position_offset) -> None:
     """Fill the two plans in place from NumPy inputs (same keywords as the launcher)."""
-    check_canary_plan(**locals(), fn="launch_canary_plan_kernels_reference", on_device=False)
+    check_canary_plan(
+        verify_plan_out=verify_plan_out, write_plan_out=write_plan_out,
+        req_pool_indices=req_pool_indices, prefix_lens=prefix_lens, extend_seq_lens=extend_seq_lens,
+        req_to_token=req_to_token, swa_window_size=swa_window_size,
+        full_to_swa_index_mapping=full_to_swa_index_mapping, verify_capacity=verify_capacity,
+        req_to_verify_expected_tokens=req_to_verify_expected_tokens,
+        req_to_verify_expected_tokens_valid_lens=req_to_verify_expected_tokens_valid_lens,
+        kv_token_id_vs_position_offset=kv_token_id_vs_position_offset,
+        fn="launch_canary_plan_kernels_reference", on_device=False)
     window = int(swa_window_size)
     lut = full_to_swa_index_mapping
     pool = req_to_verify_expected_tokens

@@ -7,7 +7,7 @@ simulator; ``HISPARSE_NUMBA_FUZZ_CONFIGS`` overrides) each run two decode steps 
 (the second on the state the first left), the replay of the recorded plan into a second layer and a
 gather, and compare every output and state array byte for byte. Sizes come from a few (K, H) pairs
 so that the GPU compiles a bounded number of kernel specialisations, which ``warmup --tests``
-compiles beforehand (``single_step_workloads.py``).
+compiles beforehand (``hisparse_numba/hisparse/single_step/workloads.py``).
 
 The value checks are fuzzed too: random corruptions of valid calls, each judged by the check kernel
 and by its NumPy verdict, which must agree on every condition's count and first row.

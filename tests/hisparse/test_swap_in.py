@@ -365,7 +365,7 @@ def test_numpy_integers_are_fine():
 
 
 def test_hot_slots_sharing_a_device_row_are_rejected():
-    """Two hot slots with one device row: two misses copied into it would race (issue 18, item 4)."""
+    """Two hot slots with one device row: two misses copied into it would race."""
     p = make_swap_in_problem(np.random.default_rng(4), batch=2, num_top_k=8, hot_buffer_size=16, fast_rows=0)
     rid = int(p["req_pool_indices"][0])
     p["device_buffer_locs"][rid, 3] = p["device_buffer_locs"][rid, 2]

@@ -119,7 +119,7 @@ def test_repeat_stamps_do_not_leak_between_calls_and_epochs_wrap():
     assert got[write_checks.SLOT_TWICE][0] == 1
 
 
-# ---- issue 18 item 3 and 4: rejected before anything is written ----
+# ---- rejected before anything is written ----
 
 @pytest.mark.parametrize("kernel", [True, False])
 def test_pool_with_fewer_rows_than_the_requests_is_rejected(kernel):

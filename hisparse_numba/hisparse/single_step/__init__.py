@@ -1,5 +1,18 @@
 """HiSparse single-step swap-in: resolve top-k positions to hot-buffer rows, LRU eviction.
 
+Files, in reading order:
+
+* ``reference.py``: the NumPy reference, the oracle every kernel version matches;
+* ``call.py``: ``SwapInCall``, one accepted call (configuration and every array);
+* ``checks.py``: ``check_swap_in`` (host checks, sglang's texts) and ``settle_swap_in`` (the verdict);
+* ``value_checks.py``: the device value pass, one block per batch row, and its NumPy twin;
+* ``hash.py``: the open-addressing position hash the kernel and the value pass share;
+* ``v2_tuned.py``: the kernel (``swap_in_kernel``);
+* ``launch.py``: ``launch_unchecked(call)`` and the launcher ``load_cache_to_device_buffer_mla``;
+* ``planned_copy_checks.py``, ``planned_copy.py``: replaying a recorded miss plan into another layer;
+* ``examples.py``: valid problems for tests, benchmarks and lessons, and ``compile_examples``;
+* ``workloads.py``: the configurations ``hisparse-numba warmup`` compiles.
+
 For each batch row ``b`` (request row ``rid = req_pool_indices[b]``, ``seq_len = seq_lens[b]``,
 ``K = num_top_k`` selected positions, a hot buffer of ``H = hot_buffer_size`` slots):
 
@@ -29,9 +42,9 @@ Validation (``checks.py``, ``value_checks.py``) proves the preconditions that th
 sglang leaves unchecked, with one check-kernel launch and one small read-back; a rejected call
 writes nothing. The behaviour reproduced is described in ``docs/single-step-swap-in.md``.
 
-Read top-down: the NumPy reference, the kernel with its device functions, then the launchers
-(``launch_unchecked(call)`` launches a :class:`SwapInCall` that ``check_swap_in`` accepted;
-``load_cache_to_device_buffer_mla`` is the two together).
+The launcher ``load_cache_to_device_buffer_mla`` is ``check_swap_in(..., defer=True)`` (host checks,
+the value pass enqueued), ``launch_unchecked(call)`` (the gated kernel), then the verdict
+(``docs/architecture.md`` follows one call through).
 
 Lessons: 00 (the hot buffer), 05 (plan dtypes), 06 (plan and replay together), 07 (plan row
 strides), 08 (padded batches), 09 (hot buffer size), 13 (capstone).

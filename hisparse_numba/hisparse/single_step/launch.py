@@ -76,8 +76,11 @@ def load_cache_to_device_buffer_mla(
     callers that validated the values upstream: an invalid value then corrupts memory silently.
     """
     call = check_swap_in(
-        top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
-        device_buffer, top_k_device_locs, req_pool_indices, seq_lens, lru_slots, item_size_bytes,
-        num_top_k, hot_buffer_size, page_size, block_size, num_real_reqs, miss_src, miss_dst,
-        miss_count, skip_io, checks, defer=True)
+        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
+        host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs, host_cache=host_cache,
+        device_buffer=device_buffer, top_k_device_locs=top_k_device_locs,
+        req_pool_indices=req_pool_indices, seq_lens=seq_lens, lru_slots=lru_slots,
+        item_size_bytes=item_size_bytes, num_top_k=num_top_k, hot_buffer_size=hot_buffer_size,
+        page_size=page_size, block_size=block_size, num_real_reqs=num_real_reqs, miss_src=miss_src,
+        miss_dst=miss_dst, miss_count=miss_count, skip_io=skip_io, checks=checks, defer=True)
     launch_then_settle(call, launch_unchecked, settle_swap_in)   # gated kernel, then the verdict

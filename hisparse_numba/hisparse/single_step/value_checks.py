@@ -22,7 +22,6 @@ The value conditions, per real batch row ``b`` (each flag's index is the row):
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,10 +30,8 @@ from ...checks import FlagTally
 from ...device import cuda, jit_kernel
 from ...value_flags import (CHECK_CONDITIONS, block_fill_dev, claim_epoch_dev, finish_check_dev,
                            flag_bad_dev, report_value_dev)
+from .call import SwapInCall
 from .hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
-
-if TYPE_CHECKING:
-    from .checks import SwapInCall
 
 NUM_REAL, REQUEST, SELECTION, SLOT_STATE, MISS_SOURCE, HOT_LOCATION = range(6)
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
@@ -129,6 +126,76 @@ def row_rejected_dev(s_row, phase):
 
 
 @functools.cache
+def long_row_check(num_top_k: int, hot_buffer_size: int):
+    """The long path of :func:`swap_in_check_kernel`'s row (``seq_len > H``), for one (K, H): every
+    lane a distinct position below ``seq_len`` (the newest at most once), the LRU row a permutation,
+    each selected position in at most one hot slot, and a host row in the pool for every miss. It
+    reads the values the row's threads loaded into registers (``lanes``, ``slots``, ``tags``,
+    ``sources``); shared memory: the ``2K``-entry position hash, ``K`` hit counters, an ``H``-bit
+    set of the LRU row's slots."""
+    K, H, BS = num_top_k, hot_buffer_size, CHECK_BLOCK
+    HASH_SIZE = 2 * K
+    SLOT_WORDS = (H + 31) // 32
+    SLOTS_PER_THREAD = (H + BS - 1) // BS
+    LANES_PER_THREAD = (K + BS - 1) // BS
+
+    @cuda.jit(device=True, inline=True)
+    def long_row_dev(lanes, slots, tags, sources, seq_len, b, tid, host_cache_locs, host_items, flags):
+        s_hash = cuda.shared.array(HASH_SIZE, np.int64)
+        s_hits = cuda.shared.array(K, np.int32)          # slots holding each lane's position
+        s_slots = cuda.shared.array(SLOT_WORDS, np.uint32)
+        s_row = cuda.shared.array(3, np.int32)   # [0], [2]: broken in phase 1 / 2; [1]: newest lanes
+        newest = seq_len - 1
+        block_fill_dev(s_hash, HASH_SIZE, HASH_EMPTY, tid, BS)
+        block_fill_dev(s_hits, K, 0, tid, BS)
+        block_fill_dev(s_slots, SLOT_WORDS, 0, tid, BS)
+        if tid < 3:
+            s_row[tid] = 0
+        cuda.syncthreads()
+        for j in range(LANES_PER_THREAD):
+            i = tid + j * BS
+            if i < K:
+                t = lanes[j]
+                if t < 0 or t >= seq_len:
+                    reject_row_dev(flags, SELECTION, b, s_row, 0)
+                elif t == newest:
+                    if cuda.atomic.add(s_row, 1, 1) > 0:
+                        reject_row_dev(flags, SELECTION, b, s_row, 0)
+                elif not hash_insert_dev(s_hash, HASH_SIZE, t, i):
+                    reject_row_dev(flags, SELECTION, b, s_row, 0)
+        for j in range(SLOTS_PER_THREAD):
+            if tid + j * BS < H:
+                slot = slots[j]
+                if slot < 0 or slot >= H:
+                    reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
+                else:
+                    bit = np.uint32(1) << np.uint32(slot % 32)
+                    if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
+                        reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
+        if row_rejected_dev(s_row, 0):
+            return
+
+        for j in range(SLOTS_PER_THREAD):               # each selected position in one slot
+            tag = tags[j]
+            if tid + j * BS < H and tag >= 0 and tag != newest:
+                lane = hash_find_dev(s_hash, HASH_SIZE, tag)
+                if lane >= 0 and cuda.atomic.add(s_hits, lane, 1) > 0:
+                    reject_row_dev(flags, SLOT_STATE, b, s_row, 2)
+        if row_rejected_dev(s_row, 2):
+            return
+
+        for j in range(LANES_PER_THREAD):               # misses need a host row in the pool
+            i = tid + j * BS
+            if i < K:
+                t = lanes[j]
+                if t != newest and s_hits[i] == 0:
+                    if t >= host_cache_locs.shape[1] or sources[j] < 0 or sources[j] >= host_items:
+                        flag_bad_dev(flags, MISS_SOURCE, b)
+
+    return long_row_dev
+
+
+@functools.cache
 def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
     """The one-pass value check for one (K, H): grid = batch rows, ``CHECK_BLOCK`` threads each.
 
@@ -141,19 +208,14 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
     hit counters and an ``H``-bit set of the LRU row's slots (44 KiB at K=2048, H=32767).
     """
     K, H, BS = num_top_k, hot_buffer_size, CHECK_BLOCK
-    HASH_SIZE = 2 * K
-    SLOT_WORDS = (H + 31) // 32
     SLOTS_PER_THREAD = (H + BS - 1) // BS
     LANES_PER_THREAD = (K + BS - 1) // BS
+    long_row_dev = long_row_check(K, H)
 
     @cuda.jit(device=True, inline=True)
     def check_row_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,
                       req_pool_indices, seq_lens, lru_slots, num_real_reqs, host_items, device_items,
                       claims, flags):
-        s_hash = cuda.shared.array(HASH_SIZE, np.int64)
-        s_hits = cuda.shared.array(K, np.int32)          # slots holding each lane's position
-        s_slots = cuda.shared.array(SLOT_WORDS, np.uint32)
-        s_row = cuda.shared.array(3, np.int32)   # [0], [2]: broken in phase 1 / 2; [1]: newest lanes
         locs = cuda.local.array(SLOTS_PER_THREAD, np.int64)   # this thread's slots p = tid + j * BS
         slots = cuda.local.array(SLOTS_PER_THREAD, np.int64)
         tags = cuda.local.array(SLOTS_PER_THREAD, np.int64)
@@ -217,52 +279,7 @@ def swap_in_check_kernel(num_top_k: int, hot_buffer_size: int):
                     flag_bad_dev(flags, SELECTION, b)
             return
 
-        newest = seq_len - 1
-        block_fill_dev(s_hash, HASH_SIZE, HASH_EMPTY, tid, BS)
-        block_fill_dev(s_hits, K, 0, tid, BS)
-        block_fill_dev(s_slots, SLOT_WORDS, 0, tid, BS)
-        if tid < 3:
-            s_row[tid] = 0
-        cuda.syncthreads()
-        for j in range(LANES_PER_THREAD):
-            i = tid + j * BS
-            if i < K:
-                t = lanes[j]
-                if t < 0 or t >= seq_len:
-                    reject_row_dev(flags, SELECTION, b, s_row, 0)
-                elif t == newest:
-                    if cuda.atomic.add(s_row, 1, 1) > 0:
-                        reject_row_dev(flags, SELECTION, b, s_row, 0)
-                elif not hash_insert_dev(s_hash, HASH_SIZE, t, i):
-                    reject_row_dev(flags, SELECTION, b, s_row, 0)
-        for j in range(SLOTS_PER_THREAD):
-            if tid + j * BS < H:
-                slot = slots[j]
-                if slot < 0 or slot >= H:
-                    reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
-                else:
-                    bit = np.uint32(1) << np.uint32(slot % 32)
-                    if cuda.atomic.or_(s_slots, slot // 32, bit) & bit:
-                        reject_row_dev(flags, SLOT_STATE, b, s_row, 0)
-        if row_rejected_dev(s_row, 0):
-            return
-
-        for j in range(SLOTS_PER_THREAD):               # each selected position in one slot
-            tag = tags[j]
-            if tid + j * BS < H and tag >= 0 and tag != newest:
-                lane = hash_find_dev(s_hash, HASH_SIZE, tag)
-                if lane >= 0 and cuda.atomic.add(s_hits, lane, 1) > 0:
-                    reject_row_dev(flags, SLOT_STATE, b, s_row, 2)
-        if row_rejected_dev(s_row, 2):
-            return
-
-        for j in range(LANES_PER_THREAD):               # misses need a host row in the pool
-            i = tid + j * BS
-            if i < K:
-                t = lanes[j]
-                if t != newest and s_hits[i] == 0:
-                    if t >= host_cache_locs.shape[1] or sources[j] < 0 or sources[j] >= host_items:
-                        flag_bad_dev(flags, MISS_SOURCE, b)
+        long_row_dev(lanes, slots, tags, sources, seq_len, b, tid, host_cache_locs, host_items, flags)
 
     @jit_kernel(max_threads=BS)
     def kernel(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs,

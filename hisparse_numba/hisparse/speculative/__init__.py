@@ -6,11 +6,20 @@ of a request in one launch pair and writes one physical device location per occu
 ``top_k_device_locs[batch, steps, top_k]``. State layout: ``state.py``. The behaviour it
 reproduces: docs/speculative-swap-in.md. Lessons 01, 03, 04 and 08 use this launcher.
 
-Files, in reading order: ``checks.py`` (arguments, ``check_speculative -> SpecCall``),
-``value_checks.py`` (the values, in one device pass),
-``reference.py`` (the NumPy oracle), ``device_fns.py``, ``commit.py`` and ``kernel.py`` (the
-kernel: single-occurrence and single-miss steps, the commit's stages, the tiles' roles),
-``launch.py`` (geometry, workspace, ``launch_unchecked``, the launcher).
+Files, in reading order:
+
+* ``reference.py``: the NumPy reference, the oracle every kernel version matches;
+* ``state.py``: ``HiSparseSpecState``, its allocation and its initialiser
+  (``initialize_hisparse_spec_state``); ``state_checks.py``: the initialiser's value pass;
+* ``hash.py``: the two hash banks (token -> hot slot) and the scratch table's device functions;
+* ``checks.py``: ``check_speculative -> SpecCall`` (host checks) and ``settle_speculative``;
+* ``value_checks.py``: the values the kernel indexes with, in one device pass;
+* ``device_fns.py``, ``commit.py``: the kernel's single-occurrence and single-miss steps, the
+  commit's stages;
+* ``v3_tuned.py``: the kernel (``swap_kernel``: the tiles' roles);
+* ``launch.py``: geometry, workspace, ``launch_unchecked`` and the launcher;
+* ``examples.py``: valid problems for tests, benchmarks and lessons, and ``compile_examples``;
+* ``workloads.py``: the sanitizer workload and the ownership invariant the tests use.
 
 Per occurrence ``occ = step * top_k + k`` of a real row (``b < num_real_reqs[0]``), in order:
 

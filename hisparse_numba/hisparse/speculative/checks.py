@@ -78,7 +78,11 @@ def speculative_host_checks(*, top_k_tokens, device_buffer_tokens, host_cache_lo
                             for_kernel=False) -> SpecCall:
     """The host part of :func:`check_speculative` (types, shapes, dtypes, layouts, scalars; no value
     inside an array), remembered for repeated calls on the same buffers."""
-    args = locals()
+    args = dict(top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens,
+                host_cache_locs=host_cache_locs, device_buffer_locs=device_buffer_locs,
+                host_cache=host_cache, device_buffer=device_buffer, top_k_device_locs=top_k_device_locs,
+                req_pool_indices=req_pool_indices, seq_lens=seq_lens, num_real_reqs=num_real_reqs,
+                miss_src=miss_src, miss_dst=miss_dst, miss_count=miss_count)
     for name in ARRAYS:
         require_array(name, args[name])
     for name in ("miss_src", "miss_dst", "miss_count"):
@@ -180,8 +184,13 @@ def check_speculative(*, top_k_tokens, device_buffer_tokens, host_cache_locs, de
     ``gate`` and ``pending`` check; :func:`settle_speculative` raises after the gated launch.
     """
     check_mode(checks)
-    host_keywords = {k: v for k, v in locals().items() if k not in ("checks", "defer")}
-    call = speculative_host_checks(**host_keywords)
+    call = speculative_host_checks(
+        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens, host_cache_locs=host_cache_locs,
+        device_buffer_locs=device_buffer_locs, host_cache=host_cache, device_buffer=device_buffer,
+        top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices, seq_lens=seq_lens,
+        state=state, num_real_reqs=num_real_reqs, miss_src=miss_src, miss_dst=miss_dst,
+        miss_count=miss_count, item_size_bytes=item_size_bytes,
+        for_kernel=for_kernel)
     if checks == "full" and call.batch:   # device arrays are checked on the device, host arrays in NumPy
         if for_kernel or not isinstance(top_k_tokens, np.ndarray):
             return attach_check(call, start_value_checks(call), settle_speculative, defer)

@@ -1,8 +1,9 @@
 """Launcher of the speculative swap-in: launch geometry, the private workspace, the launch.
 
-``load_cache_to_device_buffer_spec_mla(**keywords)`` is ``launch_unchecked(check_speculative(
-**keywords))``: checks (``checks.py``), then one launch of ``v3_tuned.swap_kernel`` on a grid sized
-by ``geometry``. Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked`` where they show what
+``load_cache_to_device_buffer_spec_mla(...)`` runs ``check_speculative(..., defer=True)`` (host
+checks and the device value pass enqueued, ``checks.py``), then ``launch_unchecked(call)``: one
+launch of ``v3_tuned.swap_kernel`` behind the pass's gate, on a grid sized by ``geometry``; then
+``settle_speculative(call)`` takes the verdict. Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked`` where they show what
 a check prevents.
 """
 
@@ -110,7 +111,13 @@ def load_cache_to_device_buffer_spec_mla(
     raises a ValueError and writes nothing; ``"shapes"`` checks shapes, dtypes and scalars only,
     for callers who validated the values upstream (a bad value then corrupts memory or state).
     """
-    call = check_speculative(**locals(), for_kernel=True, defer=True)
+    call = check_speculative(
+        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens, host_cache_locs=host_cache_locs,
+        device_buffer_locs=device_buffer_locs, host_cache=host_cache, device_buffer=device_buffer,
+        top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices, seq_lens=seq_lens,
+        state=state, num_real_reqs=num_real_reqs, miss_src=miss_src, miss_dst=miss_dst,
+        miss_count=miss_count, item_size_bytes=item_size_bytes,
+        checks=checks, for_kernel=True, defer=True)
     launch_then_settle(call, launch_unchecked, settle_speculative)   # gated kernel, then the verdict
 
 
@@ -151,7 +158,7 @@ def launch_unchecked(call: SpecCall) -> None:
 
 def kernel_args(call: SpecCall, work: "Workspace") -> tuple:
     """The swap kernel's arguments for a checked call and its workspace, in the kernel's order
-    (launch_unchecked; the stamped copies in notes/timeline append their stamps array)."""
+    (``launch_unchecked``)."""
     miss_src, miss_dst, miss_count = (call.miss_src, call.miss_dst, call.miss_count) if call.record \
         else placeholder_plan()
     state = call.state

@@ -194,6 +194,30 @@ def approximate_victims_reference(ref, need, miss_count, cap, hot, e_now) -> lis
     return [victims[u] for u in need]
 
 
+def victims_reference(ref, need, m, cap, cursor, hot, e_now, ebits, union_mode) -> list:
+    """The victim slot of each unique miss in ``need`` (stamping ``ref``). In union mode chunk by
+    chunk, as sglang's commit block: sample, then the chunk's fallbacks, whose stamps the next
+    chunk's samples see; in approximate mode the spread walks, then the fallbacks."""
+    if not union_mode:
+        victims = approximate_victims_reference(ref, need, m, cap, hot, e_now)
+        for i in range(len(need)):
+            if victims[i] < 0:
+                victims[i] = fallback_victim_reference(ref, need[i], cursor, hot, e_now)
+        return victims
+    victims = [-1] * len(need)
+    for lo in range(0, m, COMMIT_CHUNK):
+        chunk = [i for i, u in enumerate(need) if lo <= u < lo + COMMIT_CHUNK]
+        for i in chunk:
+            victims[i] = union_victim_reference(ref, need[i], m, cursor, hot, e_now, ebits)
+        for i in chunk:
+            if victims[i] >= 0:
+                ref[victims[i]] = e_now
+        for i in chunk:
+            if victims[i] < 0:
+                victims[i] = fallback_victim_reference(ref, need[i], cursor, hot, e_now)
+    return victims
+
+
 def request_reference(call: SpecCall, b: int) -> None:
     """Gather and commit of real row ``b``."""
     steps, top_k, hot, tail, n, cap = (call.steps, call.top_k, call.hot, call.tail,
@@ -274,32 +298,9 @@ def request_reference(call: SpecCall, b: int) -> None:
         for ordinal, u in enumerate(sorted(claimed)):
             compact[u] |= CLAIM_BIT | (ADMIT_BIT if ordinal < budget else 0)
 
-    def needs_victim(u):
-        if u >= cap:
-            return True
-        return scratch[u] >= 0 and (union_mode or (compact[u] & ADMIT_BIT) != 0)
-
-    need = [u for u in range(m) if needs_victim(u)]
-    num_victims = len(need)
-    if union_mode:
-        # chunk by chunk, as sglang's commit block: sample, then the chunk's fallbacks, whose
-        # stamps the next chunk's samples see
-        victims = [-1] * num_victims
-        for lo in range(0, m, COMMIT_CHUNK):
-            chunk = [i for i, u in enumerate(need) if lo <= u < lo + COMMIT_CHUNK]
-            for i in chunk:
-                victims[i] = union_victim_reference(ref, need[i], m, cursor, hot, e_now, ebits)
-            for i in chunk:
-                if victims[i] >= 0:
-                    ref[victims[i]] = e_now
-            for i in chunk:
-                if victims[i] < 0:
-                    victims[i] = fallback_victim_reference(ref, need[i], cursor, hot, e_now)
-    else:
-        victims = approximate_victims_reference(ref, need, m, cap, hot, e_now)
-        for i in range(num_victims):
-            if victims[i] < 0:
-                victims[i] = fallback_victim_reference(ref, need[i], cursor, hot, e_now)
+    need = [u for u in range(m)     # every overflowing miss; a scratch miss when admitted
+            if u >= cap or (scratch[u] >= 0 and (union_mode or (compact[u] & ADMIT_BIT) != 0))]
+    victims = victims_reference(ref, need, m, cap, cursor, hot, e_now, ebits, union_mode)
     inserts = []
     for i, u in enumerate(need):
         v = victims[i]
@@ -348,7 +349,13 @@ def load_cache_to_device_buffer_spec_mla_reference(
 
     Shapes/dtypes: see the launcher. Written per request, per occurrence, for clarity.
     """
-    call = check_speculative(**locals())
+    call = check_speculative(
+        top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens, host_cache_locs=host_cache_locs,
+        device_buffer_locs=device_buffer_locs, host_cache=host_cache, device_buffer=device_buffer,
+        top_k_device_locs=top_k_device_locs, req_pool_indices=req_pool_indices, seq_lens=seq_lens,
+        state=state, num_real_reqs=num_real_reqs, miss_src=miss_src, miss_dst=miss_dst,
+        miss_count=miss_count, item_size_bytes=item_size_bytes,
+        checks=checks)
     real = int(num_real_reqs[0])
     for b in range(call.batch):
         if b < real:

@@ -2,7 +2,8 @@
 
 docs/speculative-swap-in.md ("State", "Hash banks") states what it reproduces; lessons 01, 03,
 04 and 08 build it with ``make_hisparse_spec_state``. Initialiser: ``check_initialize(...) ->
-InitializeCall``, then ``launch_unchecked(call)``.
+InitializeCall`` (the device value pass enqueued), then ``launch_unchecked(call)`` behind its gate
+and ``settle_initialize(call)`` for the verdict.
 
 ``HiSparseSpecState`` keeps sglang's four tensors and their layout, so that every index here maps
 1:1 to sglang's (docs/speculative-swap-in.md, "State"). With ``n`` request slots, hot size ``H``, ``T = steps * top_k``
@@ -45,13 +46,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ... import device
+from ... import device, value_flags
 from ...checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
 from ...device import cuda
 from ..limits import MAX_OCCURRENCES
 from .hash import KNUTH, MASK32, hash_insert_dev, hash_insert_reference
-from ...checks import check_int, check_mode, require_array
-from .state_checks import initialize_value_checks
+from ...checks import attach_check, check_int, check_mode, launch_then_settle, require_array, settle
+from ...value_flags import gate_closed_dev
+from .state_checks import initialize_checks_reference, raise_initialize_flags, start_initialize_check
 
 COMPACT_POS_MASK = 0x1FFF
 CLAIM_BIT = 1 << 29
@@ -264,16 +266,19 @@ class InitializeCall(NamedTuple):
     device_buffer_tokens: object
     req_pool_indices: object
     state: object
+    gate: object = None        # the value check's flags (value_flags.start_check); None: always open
+    pending: object = None     # that check's ValueCheck until settle_initialize takes its verdict
 
 
 def check_initialize(*, device_buffer_tokens, req_pool_indices, state, checks="full",
-                     on_device: bool = True) -> InitializeCall:
+                     on_device: bool = True, defer: bool = False) -> InitializeCall:
     """Every check of the initialiser (ValueError naming the argument, before any write).
 
     ``checks="full"`` (default) also checks the values of ``req_pool_indices`` (request slots in
     ``[0, n)``, distinct) in one device pass (``state_checks``); ``"shapes"`` skips that for
     callers who validated them. ``on_device=False`` computes the same verdict in NumPy (the
-    reference).
+    reference). ``defer=True`` (the launcher): return once the device pass is enqueued, with the
+    call's ``gate`` and ``pending`` check; :func:`settle_initialize` raises after the gated launch.
     """
     check_mode(checks)
     n, hot, _, _ = check_state(state)
@@ -286,9 +291,18 @@ def check_initialize(*, device_buffer_tokens, req_pool_indices, state, checks="f
         fail(f"device_buffer_tokens must have shape [>= {n}, >= {hot}], got shape {tuple(device_buffer_tokens.shape)}")
     check_ndim("req_pool_indices", req_pool_indices, 1, "[batch]")
     check_dtype("req_pool_indices", req_pool_indices, np.int64)
-    if checks == "full":
-        initialize_value_checks(req_pool_indices, n, on_device=on_device)
-    return InitializeCall(n, hot, device_buffer_tokens, req_pool_indices, state)
+    call = InitializeCall(n, hot, device_buffer_tokens, req_pool_indices, state)
+    if checks != "full" or req_pool_indices.shape[0] == 0:
+        return call
+    if not on_device:
+        raise_initialize_flags(initialize_checks_reference(req_pool_indices, n), call)
+        return call
+    return attach_check(call, start_initialize_check(req_pool_indices, n), settle_initialize, defer)
+
+
+def settle_initialize(call: InitializeCall) -> InitializeCall:
+    """Wait for ``call``'s device value check: raise its ValueError or return the settled call."""
+    return settle(call, raise_initialize_flags)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,7 +346,9 @@ def _init_kernel(capacity: int):
     """The initialiser for every ``H <= capacity`` (``init_slot_capacity``); ``H`` is
     ``cache_policy``'s width at run time."""
     @cuda.jit
-    def initialize_kernel(dbt, req_pool_indices, cache_index, cache_policy, scratch_state, n):
+    def initialize_kernel(dbt, req_pool_indices, cache_index, cache_policy, scratch_state, n, gate):
+        if gate_closed_dev(gate):                  # the call's value check rejected it
+            return
         tid = cuda.threadIdx.x
         nthreads = cuda.blockDim.x
         rid = req_pool_indices[cuda.blockIdx.x]
@@ -378,9 +394,9 @@ def initialize_hisparse_spec_state(*, device_buffer_tokens, req_pool_indices, st
     req_pool_indices: ``[k]`` int64 request slots in ``[0, n)``, distinct (checked on the device
     unless ``checks="shapes"``). state: ``HiSparseSpecState``.
     """
-    launch_unchecked(check_initialize(device_buffer_tokens=device_buffer_tokens,
-                                      req_pool_indices=req_pool_indices, state=state,
-                                      checks=checks))
+    call = check_initialize(device_buffer_tokens=device_buffer_tokens, req_pool_indices=req_pool_indices,
+                            state=state, checks=checks, defer=True)
+    launch_then_settle(call, launch_unchecked, settle_initialize)   # gated kernel, then the verdict
 
 
 def launch_unchecked(call: InitializeCall) -> None:
@@ -392,4 +408,5 @@ def launch_unchecked(call: InitializeCall) -> None:
     threads = INIT_THREADS if device.backend() == "cuda" else 32   # the simulator: fewer threads
     device.launch(_init_kernel(init_slot_capacity(call.hot)), k, threads, call.device_buffer_tokens,
                   call.req_pool_indices, state.cache_index, state.cache_policy,
-                  state.scratch_state, call.num_requests)
+                  state.scratch_state, call.num_requests,
+                  value_flags.open_gate() if call.gate is None else call.gate)

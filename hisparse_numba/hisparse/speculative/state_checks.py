@@ -20,7 +20,7 @@ from ...device import cuda
 from ...value_flags import claim_epoch_dev, finish_check_dev, flag_bad_dev
 
 CHECK_THREADS = 128
-# conditions of the initialiser's check (value_flags.check_flags)
+# conditions of the initialiser's check (value_flags.start_check)
 INIT_OUTSIDE, INIT_DUPLICATE = 0, 1
 
 
@@ -62,17 +62,18 @@ def initialize_check_kernel(req_pool_indices, num_requests, claims, flags, verdi
     finish_check_dev(flags, verdict)
 
 
-def initialize_value_checks(req_pool_indices, num_requests: int, *, on_device: bool) -> None:
-    """Reject out-of-range or repeated request indices (ValueError naming req_pool_indices)."""
+def start_initialize_check(req_pool_indices, num_requests: int) -> value_flags.ValueCheck:
+    """Enqueue :func:`initialize_check_kernel` over ``req_pool_indices`` (at least one index); the
+    initialiser's kernel waits behind its gate."""
     k = int(req_pool_indices.shape[0])
-    if k == 0:
-        return
-    if on_device:
-        verdict = value_flags.check_flags(initialize_check_kernel, -(-k // CHECK_THREADS), CHECK_THREADS,
-                                          req_pool_indices, num_requests,
-                                          value_flags.claim_table(num_requests))
-    else:
-        verdict = initialize_checks_reference(req_pool_indices, num_requests)
+    return value_flags.start_check(initialize_check_kernel, -(-k // CHECK_THREADS), CHECK_THREADS,
+                                   req_pool_indices, num_requests, value_flags.claim_table(num_requests))
+
+
+def raise_initialize_flags(verdict, call) -> None:
+    """The ``ValueError`` of the first failed condition of ``verdict`` for the initialiser's
+    ``call`` (reads the offending index back)."""
+    num_requests, req_pool_indices = call.num_requests, call.req_pool_indices
     count, first = verdict[INIT_OUTSIDE]
     if count:
         value = int(device.to_host(req_pool_indices[first:first + 1])[0])
