@@ -8,16 +8,19 @@ reproduces: docs/speculative-swap-in.md. Lessons 01, 03, 04 and 08 use this laun
 
 Files, in reading order:
 
-* ``reference.py``: the NumPy reference, the oracle every kernel version matches;
+* ``reference.py``: the NumPy reference, the oracle every kernel version matches, one function
+  per stage;
 * ``state.py``: ``HiSparseSpecState``, its allocation and its initialiser
   (``initialize_hisparse_spec_state``); ``state_checks.py``: the initialiser's value pass;
 * ``hash.py``: the two hash banks (token -> hot slot) and the scratch table's device functions;
 * ``checks.py``: ``check_speculative -> SpecCall`` (host checks) and ``settle_speculative``;
 * ``value_checks.py``: the values the kernel indexes with, in one device pass;
-* ``device_fns.py``, ``commit.py``: the kernel's single-occurrence and single-miss steps, the
-  commit's stages;
-* ``v3_tuned.py``: the kernel (``swap_kernel``: the tiles' roles);
-* ``launch.py``: geometry, workspace, ``launch_unchecked`` and the launcher;
+* the kernel versions, from plain to tuned: ``v2_tiles.py`` (a request over many tiles, the last
+  to arrive commits) and ``v3_tuned.py`` (a committer tile and copier tiles), with their stages:
+  ``tiles.py`` (classify, count, number, duplicates), ``finish.py`` (the commit's stages),
+  ``commit.py`` and ``device_fns.py`` (the single-miss and single-occurrence steps),
+  ``copiers.py`` (the copier tiles) and ``tiling.py`` (geometry, workspace, the launch);
+* ``launch.py``: ``launch_unchecked`` and the public launcher;
 * ``examples.py``: valid problems for tests, benchmarks and lessons, and ``compile_examples``;
 * ``workloads.py``: the sanitizer workload and the ownership invariant the tests use.
 
