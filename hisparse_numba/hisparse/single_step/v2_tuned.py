@@ -17,6 +17,124 @@ from ...itemcopy import copy_items_flat_dev
 from .hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 
+@cuda.jit(device=True, inline=True)
+def short_row_dev(top_k_tokens, device_buffer_locs, out, b, rid, seq_len, K, BS, tid):
+    """A row whose sequence fits the hot buffer (``seq_len <= H``): position p lives in slot p."""
+    count = min(seq_len, K)
+    i = tid
+    while i < K:
+        t = top_k_tokens[b, i]
+        if i < count and t >= 0:
+            out[b, i] = device_buffer_locs[rid, t]
+        else:
+            out[b, i] = -1
+        i += BS
+
+
+@cuda.jit(device=True, inline=True)
+def hash_selection_dev(top_k_tokens, device_buffer_locs, out, s_hash, s_done, s_newest, b, rid,
+                       newest, K, H, BS, tid):
+    """Selected positions: the newest is served from column H, the others go into the hash."""
+    block_fill_dev(s_hash, 2 * K, HASH_EMPTY, tid, BS)
+    block_fill_dev(s_done, K, 0, tid, BS)
+    if tid == 0:
+        s_newest[0] = 0
+    cuda.syncthreads()
+    i = tid
+    while i < K:
+        t = top_k_tokens[b, i]
+        if t == newest:
+            out[b, i] = device_buffer_locs[rid, H]
+            s_done[i] = 1
+            s_newest[0] = 1
+        else:
+            hash_insert_dev(s_hash, 2 * K, t, i)
+        i += BS
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True, inline=True)
+def hits_and_lru_dev(device_buffer_tokens, device_buffer_locs, lru_slots, out, s_hash, s_evict,
+                     s_done, s_newest, s_scan, slot_of, lane_of, b, rid, slots, K, H, BS, tid):
+    """Hot slots in LRU order (thread tid owns positions ``[first, first + slots)``, its old order
+    kept in ``slot_of``/``lane_of``): hits are served, and one scan ranks hits and evictables
+    together, so the row is rewritten in place: unused evictable, filled (miss order), hits."""
+    first = tid * slots
+    n_hit = 0
+    n_evict = 0
+    for c in range(slots):
+        p = first + c
+        slot = 0
+        lane = -1
+        if p < H:
+            slot = lru_slots[rid, p]
+            tok = device_buffer_tokens[rid, slot]
+            if tok >= 0:
+                lane = hash_find_dev(s_hash, 2 * K, tok)
+            if lane >= 0:
+                n_hit += 1
+            else:
+                n_evict += 1
+        slot_of[c] = slot
+        lane_of[c] = lane
+    # Both counts fit 16 bits (H <= 32767). Every thread read its lru_slots entries before the
+    # scan's first barrier: the row can be rewritten in place.
+    before, total = block_exclusive_scan_dev(s_scan, (n_hit << 16) | n_evict, tid, BS)
+    total_hits = total >> 16
+    num_misses = K - total_hits - s_newest[0]
+    evictable = H - total_hits
+    hit_rank = before >> 16
+    evict_rank = before & 0xFFFF
+    for c in range(slots):
+        if first + c < H:
+            slot = slot_of[c]
+            lane = lane_of[c]
+            if lane >= 0:
+                out[b, lane] = device_buffer_locs[rid, slot]
+                s_done[lane] = 1
+                lru_slots[rid, evictable + hit_rank] = slot
+                hit_rank += 1
+            else:
+                if evict_rank < num_misses:
+                    s_evict[evict_rank] = slot
+                    lru_slots[rid, evictable - num_misses + evict_rank] = slot
+                else:
+                    lru_slots[rid, evict_rank - num_misses] = slot
+                evict_rank += 1
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True, inline=True)
+def take_slots_dev(top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, out,
+                   miss_src, miss_dst, s_hash, s_evict, s_done, s_scan, b, rid, lanes, K, BS,
+                   record_plan, tid):
+    """Misses in lane order take the least recently used evictable slots; the hash's entries
+    become the copy list (host rows, then device rows). Returns the number of misses."""
+    first = tid * lanes
+    n_miss = 0
+    for c in range(lanes):
+        j = first + c
+        if j < K and s_done[j] == 0:
+            n_miss += 1
+    m, total_misses = block_exclusive_scan_dev(s_scan, n_miss, tid, BS)
+    for c in range(lanes):
+        j = first + c
+        if j < K and s_done[j] == 0:
+            slot = s_evict[m]
+            tok = top_k_tokens[b, j]
+            src = host_cache_locs[rid, tok]
+            dst = device_buffer_locs[rid, slot]
+            out[b, j] = dst
+            device_buffer_tokens[rid, slot] = tok
+            s_hash[m] = src
+            s_hash[K + m] = dst
+            if record_plan:
+                miss_src[b, m] = src
+                miss_dst[b, m] = dst
+            m += 1
+    return total_misses
+
+
 @functools.cache
 def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record_plan: bool,
                    skip_io: bool):
@@ -42,7 +160,6 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
         b = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         out = top_k_device_locs
-
         if b >= num_real_reqs[0]:                     # padded row (CUDA-graph batch)
             i = tid
             while i < K:
@@ -51,116 +168,27 @@ def swap_in_kernel(num_top_k: int, hot_buffer_size: int, block_size: int, record
             return
         rid = req_pool_indices[b]
         seq_len = seq_lens[b]
-        if seq_len <= H:                              # fast path: position p lives in slot p
-            count = min(seq_len, K)
-            i = tid
-            while i < K:
-                t = top_k_tokens[b, i]
-                if i < count and t >= 0:
-                    out[b, i] = device_buffer_locs[rid, t]
-                else:
-                    out[b, i] = -1
-                i += BS
+        if seq_len <= H:
+            short_row_dev(top_k_tokens, device_buffer_locs, out, b, rid, seq_len, K, BS, tid)
             if record_plan and tid == 0:
                 miss_count[b] = 0
             return
-
-        newest = seq_len - 1
-        block_fill_dev(s_hash, HASH_SIZE, HASH_EMPTY, tid, BS)
-        block_fill_dev(s_done, K, 0, tid, BS)
-        if tid == 0:
-            s_newest[0] = 0
-        cuda.syncthreads()
-
-        # Selected positions: the newest is served from column H, the others are hashed.
-        i = tid
-        while i < K:
-            t = top_k_tokens[b, i]
-            if t == newest:
-                out[b, i] = device_buffer_locs[rid, H]
-                s_done[i] = 1
-                s_newest[0] = 1
-            else:
-                hash_insert_dev(s_hash, HASH_SIZE, t, i)
-            i += BS
-        cuda.syncthreads()
-
-        # Hot slots in LRU order; thread tid owns positions [first, first + SLOTS_PER_THREAD).
-        slot_of = cuda.local.array(SLOTS_PER_THREAD, np.int32)
+        hash_selection_dev(top_k_tokens, device_buffer_locs, out, s_hash, s_done, s_newest, b, rid,
+                           seq_len - 1, K, H, BS, tid)
+        slot_of = cuda.local.array(SLOTS_PER_THREAD, np.int32)   # registers: the old LRU order
         lane_of = cuda.local.array(SLOTS_PER_THREAD, np.int32)
-        first = tid * SLOTS_PER_THREAD
-        n_hit = 0
-        n_evict = 0
-        for c in range(SLOTS_PER_THREAD):
-            p = first + c
-            slot = 0
-            lane = -1
-            if p < H:
-                slot = lru_slots[rid, p]
-                tok = device_buffer_tokens[rid, slot]
-                if tok >= 0:
-                    lane = hash_find_dev(s_hash, HASH_SIZE, tok)
-                if lane >= 0:
-                    n_hit += 1
-                else:
-                    n_evict += 1
-            slot_of[c] = slot
-            lane_of[c] = lane
-        # Both counts fit 16 bits (H <= 32767): one scan ranks hits and evictables together.
-        before, total = block_exclusive_scan_dev(s_scan, (n_hit << 16) | n_evict, tid, BS)
-        total_hits = total >> 16
-        num_misses = K - total_hits - s_newest[0]
-        evictable = H - total_hits
-        hit_rank = before >> 16
-        evict_rank = before & 0xFFFF
-        # Every thread read its lru_slots entries before the scan's first barrier: the row
-        # can be rewritten in place. New order: unused evictable, filled (miss order), hits.
-        for c in range(SLOTS_PER_THREAD):
-            if first + c < H:
-                slot = slot_of[c]
-                lane = lane_of[c]
-                if lane >= 0:
-                    out[b, lane] = device_buffer_locs[rid, slot]
-                    s_done[lane] = 1
-                    lru_slots[rid, evictable + hit_rank] = slot
-                    hit_rank += 1
-                else:
-                    if evict_rank < num_misses:
-                        s_evict[evict_rank] = slot
-                        lru_slots[rid, evictable - num_misses + evict_rank] = slot
-                    else:
-                        lru_slots[rid, evict_rank - num_misses] = slot
-                    evict_rank += 1
-        cuda.syncthreads()
-
-        # Misses in lane order take the least recently used evictable slots.
-        first = tid * LANES_PER_THREAD
-        n_miss = 0
-        for c in range(LANES_PER_THREAD):
-            j = first + c
-            if j < K and s_done[j] == 0:
-                n_miss += 1
-        m, total_misses = block_exclusive_scan_dev(s_scan, n_miss, tid, BS)
-        for c in range(LANES_PER_THREAD):
-            j = first + c
-            if j < K and s_done[j] == 0:
-                slot = s_evict[m]
-                tok = top_k_tokens[b, j]
-                src = host_cache_locs[rid, tok]
-                dst = device_buffer_locs[rid, slot]
-                out[b, j] = dst
-                device_buffer_tokens[rid, slot] = tok
-                s_hash[m] = src
-                s_hash[K + m] = dst
-                if record_plan:
-                    miss_src[b, m] = src
-                    miss_dst[b, m] = dst
-                m += 1
+        hits_and_lru_dev(device_buffer_tokens, device_buffer_locs, lru_slots, out, s_hash, s_evict,
+                         s_done, s_newest, s_scan, slot_of, lane_of, b, rid, SLOTS_PER_THREAD, K, H, BS,
+                         tid)
+        total_misses = take_slots_dev(top_k_tokens, device_buffer_tokens, host_cache_locs,
+                                      device_buffer_locs, out, miss_src, miss_dst, s_hash, s_evict,
+                                      s_done, s_scan, b, rid, LANES_PER_THREAD, K, BS, record_plan,
+                                      tid)
         if record_plan and tid == 0:
             miss_count[b] = total_misses
         if not skip_io:
             cuda.syncthreads()
             copy_items_flat_dev(host_words, s_hash, 0, device_words, s_hash, K, total_misses,
-                            words_per_item, tid, BS)
+                                words_per_item, tid, BS)
 
     return kernel
