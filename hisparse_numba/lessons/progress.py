@@ -70,8 +70,8 @@ def exercise_verdict(cell, exercise: str, lesson: str) -> ExerciseVerdict:
     if not lines:
         return ExerciseVerdict(exercise, lesson, "not yet", "the cell printed no verdict (is the checker "
                                                             "call still at its end?)")
-    word, _, message = lines[-1].partition(":")
-    return ExerciseVerdict(exercise, lesson, word, message.strip())
+    match = sol.VERDICT.match(lines[-1])
+    return ExerciseVerdict(exercise, lesson, match.group(1).rstrip(":"), lines[-1][match.end():].lstrip(": "))
 
 
 def check_lesson(lesson: runner.Lesson, timeout: int = 600) -> LessonProgress:
@@ -81,24 +81,13 @@ def check_lesson(lesson: runner.Lesson, timeout: int = 600) -> LessonProgress:
     seconds = time.perf_counter() - t0
     cells = dict(sol.exercise_cells(nb))
     exercises = [exercise_verdict(nb.cells[index], ex, lesson.id) for index, ex in cells.items()]
+    error = runner.first_error(nb, skip=cells)
     problem = ""
     if failure is not None:
-        problem = runner._describe(failure)
-    else:
-        err = next(((i, e) for i, e in _cell_errors(nb) if i not in cells), None)
-        if err is not None:
-            problem = f"cell {err[0]} raised {err[1]}"
+        problem = runner.describe(failure)
+    elif error is not None:
+        problem = f"cell {error[0]} raised {error[1]}"
     return LessonProgress(lesson.id, lesson.title, seconds, problem + note, exercises, failure is None)
-
-
-def _cell_errors(nb):
-    """``(cell index, "Name: text")`` of every cell that raised, ``raises-exception`` cells aside."""
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or runner.RAISES_TAG in cell.metadata.get("tags", []):
-            continue
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                yield index, f"{out.get('ename')}: {out.get('evalue')}"
 
 
 def report(lessons: list[LessonProgress], learner: str, backend: str) -> dict:
@@ -114,6 +103,13 @@ def report(lessons: list[LessonProgress], learner: str, backend: str) -> dict:
                      "problem": l.problem} for l in lessons],
         "exercises": [asdict(ex) for ex in exercises],
     }
+
+
+def _user_name() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):          # a container user with no name
+        return "learner"
 
 
 def check(ids=(), lessons_dir=None, timeout: int = 600, report_path=None, learner: str | None = None) -> int:
@@ -135,7 +131,7 @@ def check(ids=(), lessons_dir=None, timeout: int = 600, report_path=None, learne
         if progress.problem:
             print(f"      lesson {lesson.id}: {progress.problem}", flush=True)
         done.append(progress)
-    data = report(done, learner or getpass.getuser(), device.backend())
+    data = report(done, learner or _user_name(), device.backend())
     print(f"exercises right: {data['right']}/{data['total']}", flush=True)
     if report_path is not None:
         Path(report_path).write_text(json.dumps(data, indent=1) + "\n")

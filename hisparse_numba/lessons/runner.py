@@ -167,9 +167,11 @@ def _kernel_dir() -> str:
     return root
 
 
-def _first_error(nb):
+def first_error(nb, skip=()):
+    """``(cell index, "Name: text")`` of the first code cell that raised, the cells tagged
+    ``raises-exception`` and those in ``skip`` aside; None when there is none."""
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or index in skip:
             continue
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error" and RAISES_TAG not in cell.metadata.get("tags", []):
@@ -240,7 +242,7 @@ def _execute(lesson: Lesson, timeout: int, solved: bool = False, progress: bool 
              allow_errors: bool = False):
     """Run the notebook in a fresh kernel: (executed notebook, failure of the machinery or None).
 
-    A cell's own error is not a failure here; it stays in the outputs for ``_first_error``. The
+    A cell's own error is not a failure here; it stays in the outputs for ``first_error``. The
     run stops at it unless ``allow_errors`` (a learner's copy: every exercise gets its verdict)."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -275,7 +277,8 @@ def _execute(lesson: Lesson, timeout: int, solved: bool = False, progress: bool 
     return nb, None
 
 
-def _describe(exc: Exception) -> str:
+def describe(exc: Exception) -> str:
+    """``Name: first line`` of a failure of the notebook machinery."""
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}"
 
@@ -311,7 +314,7 @@ def execute(lesson: Lesson, timeout: int = 600, solved: bool = False, progress: 
     nb, failure = _execute(lesson, timeout, solved, progress, **kwargs)
     note = ""
     if failure is not None and not isinstance(failure, CellTimeoutError):
-        note = f" (second kernel; the first failed: {_describe(failure)})"
+        note = f" (second kernel; the first failed: {describe(failure)})"
         nb, failure = _execute(lesson, timeout, solved, progress, **kwargs)
     return nb, failure, note
 
@@ -325,10 +328,10 @@ def run_lesson(lesson: Lesson, out_dir: Path, timeout: int = 600, solved: bool =
     t0 = time.perf_counter()
     nb, failure, note = execute(lesson, timeout, solved, progress)
     seconds = time.perf_counter() - t0
-    ok, detail = failure is None, "" if failure is None else _describe(failure)
+    ok, detail = failure is None, "" if failure is None else describe(failure)
     found = sol.verdicts(nb)
     if ok:
-        err = _first_error(nb)
+        err = first_error(nb)
         missing = _unraised(nb)
         wrong_verdicts = _exercise_problem(found, solved)
         if err is not None:
