@@ -2,8 +2,9 @@
 agrees with it, and so do the notebooks themselves.
 
 Checked: the syllabus against each notebook (file name, minutes in its metadata and its "Time"
-line, prerequisites); lessons/README.md's table; the minutes in the instructor notes' headings;
-the lesson minutes of each path through the course; the order of the blocks against the
+line, prerequisites); lessons/README.md's table and its Colab badges; the minutes in the
+instructor notes' headings; the lesson minutes of each path through the course, and the half
+day's parts against their clock times; the order of the blocks and of the half day against the
 lessons' needs; the links from the other pages to the syllabus and the instructor notes."""
 
 import re
@@ -50,13 +51,20 @@ def test_blocks_come_after_what_their_lessons_need():
             done.add(lesson.id)
 
 
+COLAB = ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+         "(https://colab.research.google.com/github/hisparse-numba/hisparse-numba/blob/main/lessons/{})")
+
+
 def test_the_lessons_readme_table_is_the_syllabus():
-    row = re.compile(r"^\| (\d\d) \| \[.+?\]\(([^)]+\.ipynb)\) \| (\d+) \| ([^|]*) \|", re.M)
-    rows = {m.group(1): m for m in row.finditer((ROOT / "lessons" / "README.md").read_text())}
+    readme = (ROOT / "lessons" / "README.md").read_text()
+    row = re.compile(r"^\| (\d\d) \| \[.+?\]\(([^)]+\.ipynb)\) \| (\d+) \| ([^|]*) \|.*\| (.+) \|$", re.M)
+    rows = {m.group(1): m for m in row.finditer(readme)}
     assert sorted(rows) == sorted(PLANNED)
     for ident, m in rows.items():
+        planned = PLANNED[ident]
         assert (m.group(2), int(m.group(3)), re.findall(r"\d\d", m.group(4))) == (
-            PLANNED[ident].filename, PLANNED[ident].minutes, PLANNED[ident].needs), f"lessons/README.md row {ident}"
+            planned.filename, planned.minutes, planned.needs), f"lessons/README.md row {ident}"
+        assert m.group(5) == COLAB.format(planned.filename), f"lessons/README.md row {ident}: its Colab badge"
 
 
 def test_the_instructor_notes_cover_every_lesson_with_its_minutes():
@@ -91,6 +99,19 @@ def test_each_path_adds_up():
     for heading, ids, minutes in PATHS:
         assert ids and all(i in PLANNED for i in ids), (heading, ids)
         assert sum(PLANNED[i].minutes for i in ids) == minutes, f"{heading}: {ids} are not {minutes} minutes"
+
+
+def test_each_half_day_part_fits_its_time_and_comes_after_what_it_needs():
+    parts = [(heading, ids, minutes) for heading, ids, minutes in PATHS if heading.startswith("A half day")]
+    section = (ROOT / "docs" / "syllabus.md").read_text().split("### A half day", 1)[1].split("\n### ", 1)[0]
+    slots = re.findall(r"^\| (\d\d):(\d\d)-(\d\d):(\d\d) \| .*\*\*", section, re.M)
+    assert len(parts) == len(slots) >= 5
+    seen = set()
+    for (_, ids, minutes), (h0, m0, h1, m1) in zip(parts, slots):
+        assert len(ids) <= 4 and minutes <= (int(h1) * 60 + int(m1)) - (int(h0) * 60 + int(m0)) <= 60, ids
+        for i, ident in enumerate(ids):
+            assert set(PLANNED[ident].needs) <= seen | set(ids[:i]), f"half day: {ident} before what it needs"
+        seen |= set(ids)
 
 
 def test_the_whole_course_takes_every_block_in_order():
