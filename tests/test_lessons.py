@@ -317,6 +317,8 @@ def test_the_run_summary_counts_exercises_right(tiny_lesson):
     assert runner.summary(shipped, solved=False) == (
         "notebooks: 2 of 2 ran as expected, 0 failed; exercises right: 0/3 (the shipped form leaves "
         "every exercise to the learner)")
+    copy = [result(False, "right", "not yet")]                  # a learner's copy run as shipped
+    assert runner.summary(copy, solved=False) == "notebooks: 0 of 1 ran as expected, 1 failed; exercises right: 1/2"
     solved = [result(True, "right", "right"), result(False, "right", "wrong")]
     assert runner.summary(solved, solved=True) == "notebooks: 1 of 2 ran as expected, 1 failed; exercises right: 3/4"
 
