@@ -21,6 +21,7 @@ examples:
   hisparse-numba lessons list                one line per lesson (--all: the error catalogue)
   hisparse-numba lessons run 00 03           run lessons 00 and 03 headless (as shipped)
   hisparse-numba lessons run --solved        run every lesson with its solutions
+  hisparse-numba lessons check --dir ~/my-lessons   your copy: each exercise right, wrong or not yet
   hisparse-numba lessons copy ~/hisparse     a scratch copy of the lessons to work in
   hisparse-numba kernel install --user       register the "hisparse-numba" Jupyter kernel
   hisparse-numba bench swap-in               GPU benchmark (needs a CUDA GPU)
@@ -90,6 +91,36 @@ def _lessons_args(p):
     q.add_argument("--timeout", type=_positive_int, default=600, help="seconds per cell (default: 600)")
     _dir_option(q)
 
+    q = actions.add_parser("check", help="a learner's copy as it is: right, wrong or not yet per exercise",
+                           description="Run the notebooks of a learner's copy as they are (every cell, "
+                                       "nothing written there) and print one line per exercise: right, "
+                                       "wrong or not yet, then 'exercises right: N/M'.",
+                           epilog="--report writes one JSON object: learner, checked_at, backend, right, "
+                                  "total, lessons [{id, title, seconds, ran, problem}], exercises [{id, "
+                                  "lesson, verdict, message}].\nexamples:\n  hisparse-numba lessons check "
+                                  "--dir ~/my-lessons\n  hisparse-numba lessons check 09 11 --dir ~/my-lessons "
+                                  "--report ada.json --name ada\n",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    q.add_argument("ids", nargs="*", metavar="ID", help="lesson ids such as 09 11 (default: every lesson)")
+    q.add_argument("--report", default=None, metavar="FILE", help="also write the verdicts to FILE (JSON)")
+    q.add_argument("--name", default=None, help="the learner's name in the report (default: your user name)")
+    q.add_argument("--timeout", type=_positive_int, default=600, help="seconds per cell (default: 600)")
+    q.add_argument("--dir", default=None, help="the copy to check (default: the current folder when it "
+                                               "holds lessons, else ./lessons, else the installed copy)")
+
+    q = actions.add_parser("slides", help="reveal.js slides, one deck per syllabus block",
+                           description="Make one reveal.js deck per block of docs/syllabus.md from the "
+                                       "lessons' Markdown and figures (lessons without an executed copy "
+                                       "in --executed are run first).")
+    q.add_argument("blocks", nargs="*", type=_positive_int, metavar="BLOCK",
+                   help="block numbers (default: every block)")
+    q.add_argument("--out", default="build/slides", help="where the decks go (default: build/slides)")
+    q.add_argument("--executed", default="build/lessons",
+                   help="executed notebooks to take the figures from (default: build/lessons)")
+    q.add_argument("--syllabus", default=None, help="the syllabus (default: docs/syllabus.md of the checkout)")
+    q.add_argument("--timeout", type=_positive_int, default=600, help="seconds per cell (default: 600)")
+    _dir_option(q)
+
     q = actions.add_parser("copy", help="copy the lessons into a folder to work in",
                            description="Copy the lesson notebooks (and lessons/README.md) into DIR, so "
                                        "your edits and outputs never touch the tracked lessons/.")
@@ -132,6 +163,15 @@ def _lessons_dir(args):
     return args.dir
 
 
+def _learner_dir(args):
+    """``lessons check``'s folder: --dir, else the current folder when it holds lessons."""
+    from pathlib import Path
+
+    if args.dir is None and any(Path.cwd().glob("[0-9][0-9]-*.ipynb")):
+        return Path.cwd()
+    return _lessons_dir(args)
+
+
 def _lessons(args) -> int:
     from .lessons import runner
 
@@ -140,6 +180,20 @@ def _lessons(args) -> int:
     if args.action == "run":
         _device()
         return runner.run(args.ids, _lessons_dir(args), args.out, args.timeout, solved=args.solved)
+    if args.action == "check":
+        from .lessons import progress
+
+        _device()
+        return progress.check(args.ids, _learner_dir(args), args.timeout, args.report, args.name)
+    if args.action == "slides":
+        from .lessons import slides
+
+        _device()
+        try:
+            slides.build(args.out, args.blocks, _lessons_dir(args), args.syllabus, args.executed, args.timeout)
+        except (FileNotFoundError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+        return 0
     if args.action == "copy":
         from .lessons import scratch
 
@@ -306,7 +360,8 @@ _parity_args, _parity = _numba_command("parity", ".parity.command")
 COMMANDS = {
     "doctor": ("backend, versions, GPU and known problems with their fixes (never fails)",
                _doctor_args, _doctor),
-    "lessons": ("list, run or copy the lesson notebooks; Colab cells and badges", _lessons_args, _lessons),
+    "lessons": ("list, run, check or copy the lesson notebooks; slides; Colab cells and badges",
+                _lessons_args, _lessons),
     "kernel": ("register the hisparse-numba Jupyter kernel", _kernel_args, _kernel),
     "bench": ("GPU benchmarks with ratios to hardware ceilings measured in the same run",
               _bench_args, _bench),

@@ -49,6 +49,36 @@ def report(ok: bool, right: str, wrong_message: str) -> bool:
     return ok
 
 
+def is_unanswered(answer) -> bool:
+    """Whether ``answer`` is still a placeholder: ``...`` as shipped, or ``None``."""
+    return answer is ... or answer is None
+
+
+def whole_number(answer, name: str) -> int:
+    """``answer`` as an ``int``, or a wrong verdict naming the mistake: a ``bool``, a float
+    (Python's or NumPy's, even 14.0), a string of digits, anything else that is not an integer."""
+    if isinstance(answer, (bool, np.bool_)):
+        wrong(f"{name} is {answer}, a bool: write a whole number")
+    if isinstance(answer, (int, np.integer)):
+        return int(answer)
+    if isinstance(answer, str):
+        wrong(f"{name} is the string {answer!r}: write the number itself, without quotes")
+    if isinstance(answer, (float, np.floating)):
+        wrong(f"{name} is {answer!r}, a {type(answer).__name__}: a whole number is asked "
+              "(// divides to a whole number, / to a float)")
+    wrong(f"{name} is {answer!r} ({type(answer).__name__}): a whole number is asked")
+
+
+def whole_numbers(answer, name: str, what: str = "whole numbers") -> list[int]:
+    """``answer`` (a list or tuple of whole numbers, or a 1-D integer array) as a list of ``int``,
+    or a wrong verdict naming the mistake (``what`` names the numbers: "slot numbers")."""
+    if isinstance(answer, np.ndarray) and answer.ndim == 1:
+        answer = answer.tolist()
+    if not isinstance(answer, (list, tuple)):
+        wrong(f"{name} must be a list of {what}, got {answer!r} ({type(answer).__name__})")
+    return [whole_number(a, f"{name}[{i}]") for i, a in enumerate(answer)]
+
+
 def checker(fn):
     """Turn a ``Verdict`` raised inside ``fn`` into its printed line and ``False``."""
     @functools.wraps(fn)
@@ -74,6 +104,8 @@ def _where(err: BaseException) -> str:
 def learner_call(fn, *args, **kwargs):
     """Call the learner's ``fn``; a stub's ``NotImplementedError`` becomes ``not yet``, any other
     exception ``wrong: your code raised ...`` (never confused with a launcher's rejection)."""
+    if is_unanswered(fn):
+        raise Verdict("not yet", "pass your function to the checker")
     name = getattr(fn, "__name__", "your function")
     try:
         return fn(*args, **kwargs)
@@ -85,6 +117,16 @@ def learner_call(fn, *args, **kwargs):
         raise Verdict("wrong", f"your code raised {type(e).__name__}: {e}{_where(e)}") from None
     except Exception as e:  # noqa: BLE001 - the learner's bug is reported, not raised
         raise Verdict("wrong", f"your code raised {type(e).__name__}: {e}{_where(e)}") from None
+
+
+def learner_answer(fn, *args, **kwargs):
+    """:func:`learner_call` for a function whose result is the answer: ``None`` (a body without a
+    ``return`` yet) is ``not yet``."""
+    answer = learner_call(fn, *args, **kwargs)
+    if answer is None:
+        raise Verdict("not yet", f"{getattr(fn, '__name__', 'your function')} returned None: finish it "
+                                 "with a return statement")
+    return answer
 
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
@@ -295,7 +337,7 @@ def changed_guard(arena, rows: int, fill=-1) -> list[int]:
 
 
 def figure(width: float = 7.0, height: float = 2.4, ncols: int = 1, nrows: int = 1):
-    """A matplotlib figure (inline in Jupyter: rendered into executed HTML and JupyterLab)."""
+    """A matplotlib figure and its axes (a flat list); :func:`show` puts it into the notebook."""
     import matplotlib
 
     if not _in_notebook():
@@ -315,13 +357,23 @@ def _in_notebook() -> bool:
 
 
 def show(fig) -> None:
-    """Show ``fig`` inline once (and close it, so it is not drawn twice)."""
+    """Show ``fig`` once in the notebook as a PNG, and close it so that it is not drawn twice.
+
+    The PNG is rendered here (as matplotlib's inline backend renders it) and published as the
+    cell's ``image/png`` output, so it shows whatever backend the kernel runs: inline in
+    JupyterLab, ``Agg`` in a process that set ``MPLBACKEND=Agg``, on a GPU or in the simulator.
+    Outside IPython nothing is shown."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
-    if _in_notebook():
-        plt.show()
-    plt.close(fig)
+    try:
+        fig.tight_layout()
+        if _in_notebook():
+            from IPython.core.pylabtools import print_figure
+            from IPython.display import display
+
+            display({"image/png": print_figure(fig, "png"), "text/plain": repr(fig)}, raw=True)
+    finally:
+        plt.close(fig)
 
 
 def draw_grid(ax, values, *, colors=None, title: str = "", row_labels=None, col_labels=None,

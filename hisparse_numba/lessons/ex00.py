@@ -32,13 +32,19 @@ class LearnerError(Exception):
 
 
 def learner_call(fn, *args, **kwargs):
-    """Call the learner's ``fn``; their exceptions become ``NotYet`` / ``LearnerError``."""
+    """Call the learner's ``fn``; their exceptions become ``NotYet`` / ``LearnerError``, and so
+    does ``None`` (no function yet, or one without a ``return`` yet) ``NotYet``."""
+    if fn is None or fn is ...:
+        raise NotYet("pass your function to the checker")
     try:
-        return fn(*args, **kwargs)
+        answer = fn(*args, **kwargs)
     except NotImplementedError as err:
         raise NotYet(str(err)) from None
     except Exception as err:  # noqa: BLE001 - any error in the learner's code is theirs to see
         raise LearnerError(f"your code raised {type(err).__name__}: {err}{learner_line(fn, err)}") from None
+    if answer is None:
+        raise NotYet(f"{getattr(fn, '__name__', 'your function')} returned None: finish it with a return statement")
+    return answer
 
 
 def learner_line(fn, err) -> str:
@@ -51,9 +57,12 @@ def learner_line(fn, err) -> str:
 
 
 def verdict(check):
-    """Decorator: a checker body that returns ``(ok, message)``; prints and returns ``ok``."""
+    """Decorator: a checker body that returns ``(ok, message)``; prints and returns ``ok``. An
+    argument still ``None`` (or ``...``) is ``not yet``."""
     def run(*args, **kwargs):
         try:
+            if any(a is None or a is ... for a in args):
+                raise NotYet("pass your function to the checker")
             ok, message = check(*args, **kwargs)
         except NotYet as err:
             ok, message = False, f"not yet: {err}"

@@ -14,7 +14,7 @@ from .. import device
 from ..checks import check_miss_plan
 from ..hisparse.miss_plan import miss_plan_capacity
 from ..hisparse.speculative import COUNT_MESSAGE, plan_shape_message
-from .common import checker, draw_grid, figure, launcher_says, learner_call, report, show, three_arrays, wrong
+from .common import checker, draw_grid, figure, launcher_says, learner_answer, report, show, three_arrays, wrong
 
 CASES = [(8, 5, 4, 2048), (16, 16, 3, 1024), (4, 1, 2, 64), (64, 33, 4, 2048)]
 
@@ -33,7 +33,7 @@ def _mistake(src, padded, real, steps, top_k) -> str:
 def check(plan_for) -> bool:
     """Print ``right``/``wrong``/``not yet`` for the learner's ``plan_for``; return whether right."""
     for padded, real, steps, top_k in CASES:
-        src, dst, cnt = three_arrays(learner_call(plan_for, padded, real, steps, top_k), "plan_for")
+        src, dst, cnt = three_arrays(learner_answer(plan_for, padded, real, steps, top_k), "plan_for")
         cap = miss_plan_capacity(steps, top_k)
         where = f"for padded batch {padded} (real {real}), steps {steps}, top_k {top_k}"
         launcher_says(lambda: check_miss_plan(src, dst, cnt, batch=padded, capacity=cap,

@@ -7,7 +7,7 @@ import numpy as np
 from .. import device
 from ..hisparse.miss_plan import alloc_miss_plan
 from ..hisparse.speculative.examples import mismatches
-from .common import checker, launcher_says, learner_call, report, run_speculative, spec_problem, wrong
+from .common import checker, launcher_says, learner_answer, report, run_speculative, spec_problem, wrong
 
 
 @checker
@@ -18,7 +18,7 @@ def check_count_view(make_count) -> bool:
     batch, steps, top_k = kw["top_k_tokens"].shape
     counts2d = device.xp.full((batch, 1), -5, dtype=device.xp.int32)
     kw["miss_src"], kw["miss_dst"], _ = alloc_miss_plan(batch, steps, top_k)
-    count = learner_call(make_count, counts2d)
+    count = learner_answer(make_count, counts2d)
     if not hasattr(count, "shape"):
         wrong(f"make_count returned a {type(count).__name__}, not an array")
     if tuple(count.shape) == (batch, 1):

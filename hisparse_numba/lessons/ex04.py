@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import checker, draw_grid, figure, learner_call, report, show, wrong
+from .common import checker, draw_grid, figure, learner_answer, report, show, wrong
 
 EXPECTED = {1: "single-step", 2: "speculative", 3: "speculative", 4: "speculative"}
 ANSWERS = ("single-step", "speculative", "fewer drafts")
@@ -16,7 +16,7 @@ def check_choose(choose) -> bool:
     request: ``"single-step"`` (1), ``"speculative"`` (2-4) or ``"fewer drafts"`` (5 or more)."""
     for steps in range(1, 9):
         want = EXPECTED.get(steps, "fewer drafts")
-        got = learner_call(choose, steps)
+        got = learner_answer(choose, steps)
         if got not in ANSWERS:
             wrong(f"choose({steps}) returned {got!r}; the answers are {', '.join(map(repr, ANSWERS))}")
         if got != want:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import (checker, draw_grid, figure, launcher_says, learner_call, report, run_single_step, same, show,
+from .common import (checker, draw_grid, figure, launcher_says, learner_answer, report, run_single_step, same, show,
                      small_problem, three_arrays, wrong)
 
 WANT_DTYPES = {"miss_src": "int64", "miss_dst": "int32", "miss_count": "int32"}
@@ -16,7 +16,7 @@ def check_make_plan(make_plan) -> bool:
     device arrays that the launcher accepts and that record the same plan as the reference."""
     problem = small_problem(5)
     batch, k = problem["top_k_tokens"].shape
-    plan = three_arrays(learner_call(make_plan, batch, k), "make_plan")
+    plan = three_arrays(learner_answer(make_plan, batch, k), "make_plan")
     for key, a in zip(("miss_src", "miss_dst", "miss_count"), plan):
         if str(a.dtype) != WANT_DTYPES[key]:
             hint = " (a host row index can pass 2**31 in a large pool)" if key == "miss_src" else ""

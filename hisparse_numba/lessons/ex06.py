@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import device
-from .common import (PLAN_KEYS, checker, draw_grid, figure, launcher_says, learner_call, report,
+from .common import (PLAN_KEYS, checker, draw_grid, figure, launcher_says, learner_answer, report,
                      run_single_step, same, show, small_problem, wrong)
 
 
@@ -29,7 +29,7 @@ def check_plan_kwargs(plan_kwargs) -> bool:
     (``**plan``) that records the same plan as the reference."""
     problem = small_problem(6)
     batch, k = problem["top_k_tokens"].shape
-    answer = learner_call(plan_kwargs, batch, k)
+    answer = learner_answer(plan_kwargs, batch, k)
     if not isinstance(answer, dict):
         wrong(f"plan_kwargs returned a {type(answer).__name__}; a dict of keywords splats into the call")
     extra = set(answer) - set(PLAN_KEYS)

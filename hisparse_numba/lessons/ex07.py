@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import device
 from ..device import cuda
-from .common import checker, draw_grid, figure, learner_call, report, show, wrong
+from .common import checker, draw_grid, figure, learner_answer, report, show, wrong
 
 
 @cuda.jit
@@ -49,7 +49,7 @@ def check_strides_match(strides_match) -> bool:
     """Exercise 07-a: ``strides_match(miss_src, miss_dst)`` says whether the two plan arrays step
     through rows alike, as the kernels need it (row strides compared in elements)."""
     for (src, dst), expected in _cases():
-        answer = learner_call(strides_match, src, dst)
+        answer = learner_answer(strides_match, src, dst)
         if not isinstance(answer, (bool, np.bool_)):
             wrong(f"strides_match returned {answer!r}; it must return True or False")
         if bool(answer) != expected:

@@ -7,7 +7,7 @@ import numpy as np
 from ..hisparse.miss_plan import alloc_miss_plan
 from ..hisparse.speculative.examples import host_copy
 from ..hisparse.speculative import check_speculative, load_cache_to_device_buffer_spec_mla_reference
-from .common import (PLAN_KEYS, checker, draw_grid, figure, launcher_says, learner_call, report, show, spec_problem,
+from .common import (PLAN_KEYS, checker, draw_grid, figure, launcher_says, learner_answer, report, show, spec_problem,
                      wrong)
 
 CASES = ((3, 2), (4, 2), (2, 1))   # (batch, num_real)
@@ -31,7 +31,7 @@ def check_plan_rows(plan_rows) -> bool:
     for batch, num_real in CASES:
         kw = spec_problem(8, batch=batch, num_real=num_real, steps=steps, top_k=top_k)
         plan = dict(zip(PLAN_KEYS, alloc_miss_plan(6, steps, top_k)))
-        answer = learner_call(plan_rows, plan, batch, num_real)
+        answer = learner_answer(plan_rows, plan, batch, num_real)
         if not isinstance(answer, dict):
             wrong(f"plan_rows returned a {type(answer).__name__}; return a dict of plan keywords")
         kw.update({k: None for k in PLAN_KEYS}, **answer)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Verdict, checker, draw_grid, figure, learner_call, report, show, wrong
+from .common import (Verdict, checker, draw_grid, figure, is_unanswered, learner_answer, report, show,
+                     whole_numbers, wrong)
 
 CASES = [1, 8, 15, 16, 17, 32, 584, 576, 1152, 656, 37440]
 
@@ -14,7 +15,7 @@ def check_pad(pad) -> bool:
     """Exercise 10-a: ``pad(nbytes)`` must return the smallest multiple of 16 that is >= nbytes."""
     for n in CASES:
         want = -(-n // 16) * 16
-        got = learner_call(pad, n)
+        got = learner_answer(pad, n)
         if not isinstance(got, (int, np.integer)):
             wrong(f"pad({n}) returned {got!r}, a {type(got).__name__}: sizes are whole bytes (use //, not /)")
         if got != want:
@@ -34,12 +35,9 @@ def check_pad(pad) -> bool:
 def check_aligned_offsets(offsets, item_size_bytes: int, count: int = 8) -> bool:
     """Exercise 10-b: ``offsets`` lists the items ``0..count-1`` whose byte offset is 16-aligned."""
     want = [i for i in range(count) if (i * item_size_bytes) % 16 == 0]
-    if offsets is ...:
+    if is_unanswered(offsets):
         raise Verdict("not yet", "replace ... with a list of item numbers")
-    try:
-        got = sorted(int(i) for i in offsets)
-    except TypeError:
-        wrong(f"aligned_items must be a list of item numbers, got {offsets!r}")
+    got = sorted(whole_numbers(offsets, "aligned_items", "item numbers"))
     extra, missing = sorted(set(got) - set(want)), sorted(set(want) - set(got))
     if extra:
         i = extra[0]

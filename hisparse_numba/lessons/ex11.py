@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import Verdict, checker, figure, report, show, wrong
+from .common import Verdict, checker, figure, is_unanswered, report, show, whole_number, wrong
 
 # Numba's own text (numba-cuda, cudadrv/devicearray.py), emitted on a GPU for every NumPy array
 # argument that is not device memory or mapped pinned memory.
@@ -19,9 +19,9 @@ def check_bytes(copied, needed, *, pool_items: int, item_size_bytes: int, misses
     """Exercise 11-a. ``copied``: bytes Numba moves per launch for a NumPy pool; ``needed``: bytes
     the kernel reads from a mapped pool."""
     want = bytes_per_launch(pool_items * item_size_bytes, misses, item_size_bytes)
-    if copied is ... or needed is ...:
+    if is_unanswered(copied) or is_unanswered(needed):
         raise Verdict("not yet", "replace ... with a number of bytes")
-    copied, needed = int(copied), int(needed)
+    copied, needed = whole_number(copied, "copied"), whole_number(needed, "needed")
     if copied != want["pageable"]:
         if copied == want["pageable"] // 2:
             wrong("copied: that is one direction; Numba copies the pool to the device before the launch "

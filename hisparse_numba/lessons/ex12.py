@@ -9,7 +9,7 @@ import numpy as np
 from .. import device
 from ..kv_canary import FailReason
 from ..kv_canary.examples import PlanProblem, run_plan
-from .common import Verdict, checker, figure, report, show, wrong
+from .common import Verdict, checker, figure, is_unanswered, report, show, whole_number, wrong
 
 
 def violations(ctx, start: int = 0) -> list[tuple[int, int, int, str]]:
@@ -46,9 +46,9 @@ def warn_if_verify_skipped(plan, verify_capacity: int) -> bool:
 @checker
 def check_capacity(problem: PlanProblem, answer) -> bool:
     """Exercise 12-a: ``answer`` must be the smallest verify_capacity that keeps ``enable == 1``."""
-    if answer is ...:
+    if is_unanswered(answer):
         raise Verdict("not yet", "replace ... with a number of entries")
-    answer = int(answer)
+    answer = whole_number(answer, "answer")
     if answer < 1:
         wrong("a VerifyPlan needs verify_capacity >= 1")
     enable = int(run_plan(problem, answer, max(problem.bs, 1), kernel=False)["enable"][0])

@@ -35,7 +35,7 @@ from ..kv_canary.hashing import (
     VIOLATION_FIELDS,
     CanaryLaunchTag,
 )
-from .common import checker, draw_grid, figure, learner_call, report, show, wrong
+from .common import checker, draw_grid, figure, learner_answer, report, show, whole_numbers, wrong
 
 SEED = 26  # rows 0 and 1 both take 7 misses: more than top_k // 2
 BATCH, TOP_K, HOT = 3, 8, 16
@@ -205,11 +205,8 @@ def check_corrupted_rows(corrupted_rows) -> bool:
     (``[capacity, 8]`` int64) and its ``[1]`` int32 write index."""
     for rows, stale, expected in EXERCISE_CASES:
         ring, index = _ring(rows, stale=stale)
-        answer = learner_call(corrupted_rows, ring.copy(), index.copy())
-        try:
-            answer = [int(x) for x in answer]
-        except TypeError:
-            wrong(f"corrupted_rows returned {answer!r}; return a list of device rows")
+        answer = learner_answer(corrupted_rows, ring.copy(), index.copy())
+        answer = whole_numbers(answer, "corrupted_rows' result", "device rows")
         if answer == expected:
             continue
         slots = sorted({s for s, _, b in rows if b & _KV})

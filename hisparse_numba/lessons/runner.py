@@ -10,7 +10,9 @@ fails the lesson.
 Two forms: *shipped* (the exercise cells hold stubs; their checkers print ``wrong:``/``not yet:``)
 and *solved* (``solved=True``: each exercise cell replaced by its section of
 ``lessons/solutions/NN.py``; every checker must print ``right``). Executed copies and HTML
-renderings go to ``build/lessons/`` (``build/lessons/solved/`` for the solved form).
+renderings go to ``build/lessons/`` (``build/lessons/solved/`` for the solved form); the kernel
+runs matplotlib's inline backend, as JupyterLab's does, so both hold the lesson's figures as
+PNG images. A learner's own copy, run as it is, is ``progress.py``'s business.
 
 Lessons are read from ``./lessons`` when it exists, else from the source checkout's ``lessons/``,
 else from the copy a wheel carries inside the package (``hisparse_numba/lessons/notebooks``).
@@ -23,8 +25,11 @@ import json
 import os
 import re
 import shutil
+import site
 import sys
+import sysconfig
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +39,13 @@ from . import solutions as sol
 RAISES_TAG = "raises-exception"
 PACKAGED_LESSONS = Path(__file__).resolve().parent / "notebooks"
 SOLVED_SUBDIR = "solved"
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+TITLE_WIDTH = 46
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, shortened at a word boundary (``...``)."""
+    return textwrap.shorten(text, width, placeholder=" ...") if len(text) > width else text
 
 
 @dataclass
@@ -56,12 +68,13 @@ class Lesson:
         return self.meta.get("error", "")
 
     def line(self) -> str:
-        """One line for ``lessons list``: id, title, minutes, prerequisites, the error it raises."""
+        """``lessons list``'s entry: id, title, minutes, prerequisites, the error it raises. A long
+        title wraps onto indented lines at word boundaries; the error is shortened at one."""
         minutes = f"{self.minutes:>3} min" if self.minutes is not None else "  ? min"
         after = "after " + ",".join(self.prerequisites) if self.prerequisites else ""
-        error = self.error if len(self.error) <= 90 else self.error[:87] + "..."
-        head = f"{self.id}  {self.title[:48]:<48}  {minutes}  {after:<14}"
-        return f"{head}  {error}".rstrip() if error else head.rstrip()
+        title = textwrap.wrap(self.title, TITLE_WIDTH) or [""]
+        head = f"{self.id}  {title[0]:<{TITLE_WIDTH}}  {minutes}  {after:<14}  {fit(self.error, 90)}"
+        return "\n".join([head.rstrip()] + [f"    {more}" for more in title[1:]])
 
 
 @dataclass
@@ -76,7 +89,7 @@ class LessonResult:
 
     def line(self) -> str:
         status = f"ok{self.detail}" if self.ok else f"FAILED {self.detail}"
-        line = (f"{self.lesson.id:>3}  {self.lesson.title[:44]:<44}  {self.form:<7}  {self.backend:<9}  "
+        line = (f"{self.lesson.id:>3}  {fit(self.lesson.title, 44):<44}  {self.form:<7}  {self.backend:<9}  "
                 f"{self.seconds:6.1f}s  {status}")
         if self.verdicts:
             line += "  [" + ", ".join(f"{ex} {v}" for ex, v in self.verdicts) + "]"
@@ -124,6 +137,20 @@ def select(lessons: list[Lesson], ids) -> list[Lesson]:
     return [l for l in lessons if l.id in wanted]
 
 
+def kernel_env() -> dict:
+    """The environment the lesson's kernel starts with: this process's, with matplotlib's inline
+    backend (what JupyterLab's kernel uses: a figure becomes an ``image/png`` output, even where
+    this process has ``MPLBACKEND=Agg``) and, when hisparse_numba is imported from a source tree
+    rather than an installed copy, that tree on ``PYTHONPATH`` (the lesson imports the same one)."""
+    env = dict(os.environ, MPLBACKEND=INLINE_BACKEND)
+    root = str(Path(__file__).resolve().parents[2])
+    installed = set(site.getsitepackages()) | {site.getusersitepackages()} | {
+        sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    if root not in installed:
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
 @functools.cache
 def _kernel_dir() -> str:
     """A Jupyter data dir whose ``python3`` (and ``hisparse-numba``) kernel is this very interpreter."""
@@ -140,9 +167,11 @@ def _kernel_dir() -> str:
     return root
 
 
-def _first_error(nb):
+def first_error(nb, skip=()):
+    """``(cell index, "Name: text")`` of the first code cell that raised, the cells tagged
+    ``raises-exception`` and those in ``skip`` aside; None when there is none."""
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or index in skip:
             continue
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error" and RAISES_TAG not in cell.metadata.get("tags", []):
@@ -209,13 +238,16 @@ def _kernel_manager():
     return KernelManager(kernel_name="python3")
 
 
-def _execute(lesson: Lesson, timeout: int, solved: bool = False, progress: bool = True):
+def _execute(lesson: Lesson, timeout: int, solved: bool = False, progress: bool = True,
+             allow_errors: bool = False):
     """Run the notebook in a fresh kernel: (executed notebook, failure of the machinery or None).
 
-    A cell's own error is not a failure here; it stays in the outputs for ``_first_error``."""
+    A cell's own error is not a failure here; it stays in the outputs for ``first_error``. The
+    run stops at it unless ``allow_errors`` (a learner's copy: every exercise gets its verdict)."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    _use_own_kernelspec()
     nb = load(lesson, solved)
     hooks = {}
     if progress:
@@ -223,11 +255,11 @@ def _execute(lesson: Lesson, timeout: int, solved: bool = False, progress: bool 
         hooks = {"on_cell_start": meter.start, "on_cell_executed": meter.done}
     km = _kernel_manager()
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", km=km,
+        nb, timeout=timeout, kernel_name="python3", km=km, allow_errors=allow_errors,
         resources={"metadata": {"path": str(lesson.path.parent)}}, **hooks,
     )
     try:
-        client.execute()
+        client.execute(env=kernel_env())
     except CellExecutionError:
         pass
     except Exception as exc:  # kernel died, timeout, or nbclient lost its kernel client
@@ -245,7 +277,8 @@ def _execute(lesson: Lesson, timeout: int, solved: bool = False, progress: bool 
     return nb, None
 
 
-def _describe(exc: Exception) -> str:
+def describe(exc: Exception) -> str:
+    """``Name: first line`` of a failure of the notebook machinery."""
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}"
 
@@ -254,37 +287,51 @@ def _exercise_problem(found: list[tuple[str, str]], solved: bool) -> str | None:
     """Why the exercise verdicts are wrong for the form, or None when they are as expected."""
     expected = ("right",) if solved else ("wrong", "not yet")
     bad = [f"{ex} printed {v}" for ex, v in found if v not in expected]
-    if bad:
-        want = "right" if solved else "wrong:/not yet:"
-        return f"exercise cells should print {want}: " + ", ".join(bad)
-    return None
+    if not bad:
+        return None
+    if solved:
+        return "exercise cells should print right: " + ", ".join(bad)
+    hint = ("; a learner's copy? `hisparse-numba lessons check --dir DIR` shows its progress"
+            if any(v == "right" for _, v in found) else "")
+    return "exercise cells should print wrong:/not yet: (a shipped lesson is unsolved): " + ", ".join(bad) + hint
+
+
+def _use_own_kernelspec() -> None:
+    paths = os.environ.get("JUPYTER_PATH", "")
+    if _kernel_dir() not in paths.split(os.pathsep):
+        os.environ["JUPYTER_PATH"] = _kernel_dir() + os.pathsep + paths
+
+
+def execute(lesson: Lesson, timeout: int = 600, solved: bool = False, progress: bool = True,
+            allow_errors: bool = False):
+    """``(executed notebook, failure or None, note)``. When the notebook machinery itself fails (a
+    dead kernel, or nbclient's bare ``AssertionError`` when it loses its kernel client, seen on
+    busy machines), the lesson runs once more in a new kernel and ``note`` says so; a cell
+    timeout is not retried."""
+    from nbclient.exceptions import CellTimeoutError
+
+    kwargs = {"allow_errors": True} if allow_errors else {}
+    nb, failure = _execute(lesson, timeout, solved, progress, **kwargs)
+    note = ""
+    if failure is not None and not isinstance(failure, CellTimeoutError):
+        note = f" (second kernel; the first failed: {describe(failure)})"
+        nb, failure = _execute(lesson, timeout, solved, progress, **kwargs)
+    return nb, failure, note
 
 
 def run_lesson(lesson: Lesson, out_dir: Path, timeout: int = 600, solved: bool = False,
                progress: bool = True) -> LessonResult:
-    """Run one lesson in one form. When the notebook machinery itself fails (a dead kernel, or
-    nbclient's bare ``AssertionError`` when it loses its kernel client, seen on busy machines), the
-    lesson runs once more in a new kernel and the line says so; a cell timeout is not retried."""
-    from nbclient.exceptions import CellTimeoutError
-
+    """Run one lesson in one form (see :func:`execute`); save the executed copy and its HTML."""
     from .. import device
 
-    paths = os.environ.get("JUPYTER_PATH", "")
-    if _kernel_dir() not in paths.split(os.pathsep):
-        os.environ["JUPYTER_PATH"] = _kernel_dir() + os.pathsep + paths
-    os.environ.setdefault("MPLBACKEND", "Agg")
     form = "solved" if solved else "shipped"
     t0 = time.perf_counter()
-    nb, failure = _execute(lesson, timeout, solved, progress)
-    note = ""
-    if failure is not None and not isinstance(failure, CellTimeoutError):
-        note = f" (second kernel; the first failed: {_describe(failure)})"
-        nb, failure = _execute(lesson, timeout, solved, progress)
+    nb, failure, note = execute(lesson, timeout, solved, progress)
     seconds = time.perf_counter() - t0
-    ok, detail = failure is None, "" if failure is None else _describe(failure)
+    ok, detail = failure is None, "" if failure is None else describe(failure)
     found = sol.verdicts(nb)
     if ok:
-        err = _first_error(nb)
+        err = first_error(nb)
         missing = _unraised(nb)
         wrong_verdicts = _exercise_problem(found, solved)
         if err is not None:
@@ -328,6 +375,15 @@ def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600,
             result = LessonResult(lesson, "-", 0.0, False, str(exc), "solved" if solved else "shipped")
         print(result.line(), flush=True)
         results.append(result)
-    failed = [r for r in results if not r.ok]
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed", flush=True)
-    return 1 if failed else 0
+    print(summary(results, solved), flush=True)
+    return 1 if any(not r.ok for r in results) else 0
+
+
+def summary(results: list[LessonResult], solved: bool) -> str:
+    """The last line of ``lessons run``: notebooks run as expected, and exercises right of all."""
+    failed = sum(not r.ok for r in results)
+    verdicts = [v for r in results for _, v in r.verdicts]
+    right = sum(v == "right" for v in verdicts)
+    line = (f"notebooks: {len(results) - failed} of {len(results)} ran as expected, {failed} failed; "
+            f"exercises right: {right}/{len(verdicts)}")
+    return line + (" (the shipped form leaves every exercise to the learner)" if not solved and not right else "")

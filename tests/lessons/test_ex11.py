@@ -1,5 +1,7 @@
-"""Lesson 11's checker: bytes over PCIe per launch, pageable vs mapped."""
+"""Lesson 11's checker: bytes over PCIe per launch, pageable vs mapped; placeholders and
+answers that are not whole numbers."""
 
+import numpy as np
 import pytest
 
 from hisparse_numba.lessons import ex11
@@ -16,6 +18,14 @@ POOL = 100_000 * 1152
     (2 * POOL, 2 * 256 * 1152, "wrong", ("nothing is copied back",)),
     (2 * POOL, POOL, "wrong", ("read in place",)),
     (..., ..., "not yet", ("replace ...",)),
+    (None, None, "not yet", ("replace ...",)),
+    (2 * POOL, None, "not yet", ("replace ...",)),
+    (np.int64(2 * POOL), np.int32(256 * 1152), "right", ()),
+    (2 * POOL / 1, 256 * 1152, "wrong", ("copied is 230400000.0, a float", "whole number")),
+    (2 * POOL, np.float64(256 * 1152), "wrong", ("needed is", "float64", "whole number")),
+    (True, 256 * 1152, "wrong", ("copied is True, a bool",)),
+    (str(2 * POOL), 256 * 1152, "wrong", ("copied is the string '230400000'", "without quotes")),
+    ([2 * POOL], 256 * 1152, "wrong", ("copied is [230400000] (list)",)),
 ])
 def test_check_bytes(capsys, copied, needed, word, names):
     assert_verdict(capsys, ex11.check_bytes(copied, needed, **KW), word, *names)

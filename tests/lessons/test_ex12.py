@@ -1,4 +1,5 @@
-"""Lesson 12's checker (the smallest verify_capacity) and its verify-skipped warning."""
+"""Lesson 12's checker (the smallest verify_capacity; placeholders; answers that are not whole
+numbers) and its verify-skipped warning."""
 
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ from tests.lessons.verdicts import assert_verdict
     (25, "wrong", ("not the smallest",)),
     (0, "wrong", (">= 1",)),
     (..., "not yet", ("replace ...",)),
+    (None, "not yet", ("replace ...",)),
+    (np.int64(13), "right", ()),
+    (13.9, "wrong", ("answer is 13.9, a float", "whole number")),
+    (13.0, "wrong", ("answer is 13.0, a float",)),
+    (np.float64(13), "wrong", ("float64", "whole number")),
+    (True, "wrong", ("answer is True, a bool",)),
+    ("14", "wrong", ("answer is the string '14'", "without quotes")),
 ])
 def test_ex12_capacity(capsys, answer, word, names):
     p = plan_problem([1, 0, 2, 3], [10, 7, 3, 12], [1, 0, 1, 1], max_reqs=4, max_seq_len=16,
