@@ -134,7 +134,7 @@ def padded_row_dev(out, miss_count, b, reps, record, tid, tile):
 
 def kernel_args(call, work: "Workspace") -> tuple:
     """The swap kernel's arguments for a checked call and its workspace, in the kernel's order
-    (launch_unchecked; the stamped copies in notes/timeline append their stamps array)."""
+    (``launch_tiled``)."""
     miss_src, miss_dst, miss_count = (call.miss_src, call.miss_dst, call.miss_count) if call.record \
         else placeholder_plan()
     state = call.state
