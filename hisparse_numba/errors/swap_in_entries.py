@@ -264,4 +264,20 @@ ENTRIES: list[Entry] = [
        "Lesson 13's helper that addresses a flat buffer the way sglang's kernels address a plan "
        "(one base, one row stride) was given a buffer too small for batch rows of that stride.",
        "Pass a 1-D arena of at least (batch - 1) * row_stride + num_top_k elements.", "13"),
+
+    # ---------------------------------------------------------------- the kernel ladder (lesson 16)
+    _e("version {number} needs {need} bytes of static shared memory at num_top_k={k}, hot_buffer_size={h}, block_size={bs}; the limit is {limit} (48 KiB): use a smaller size or version {default}",
+       "The rung of the kernel ladder you chose keeps arrays in shared memory whose size grows with "
+       "these sizes (version 1 of the single-step swap-in: 3 bytes per hot slot and 13 per lane). "
+       "A block's static shared arrays may not pass 48 KiB: on a GPU the compiler refuses the kernel "
+       "(ptxas: \"uses too much shared data\"); the simulator has no such limit, so the launcher "
+       "checks it in both worlds.",
+       "Use the tuned rung (version=None), whose shared memory does not grow with the hot buffer, "
+       "or smaller sizes for the plain one.", "16"),
+    _e("version must be an int or None, got {type}",
+       "A kernel-ladder rung is chosen by its number (a bool, float or string is not one).",
+       "Pass one of the numbers in the family's versions.VERSIONS, or None for the tuned rung.", "16"),
+    _e("version must be one of {versions}, got {version}",
+       "No rung of the kernel ladder has that number.",
+       "Pass one of the numbers the message lists, or None for the tuned rung.", "16"),
 ]

@@ -439,9 +439,11 @@ def test_a_decode_loop_reuses_the_check_kernels_argument_list():
 
 # ---------------------------------------------------------------- the version argument
 @pytest.mark.parametrize("version,error,message", [
-    (True, TypeError, "version must be an int"), ("2", TypeError, "version must be an int"),
-    (2.0, TypeError, "version must be an int"), (0, ValueError, r"version must be one of \[1, 2"),
-    (99, ValueError, r"version must be one of \[1, 2")])
+    (True, TypeError, "version must be an int or None, got bool"),
+    ("2", TypeError, "version must be an int or None, got str"),
+    (2.0, TypeError, "version must be an int or None, got float"),
+    (0, ValueError, r"version must be one of \[1, 2\], got 0"),
+    (99, ValueError, r"version must be one of \[1, 2\], got 99")])
 def test_a_bad_version_is_rejected_before_anything_is_written(version, error, message):
     p = to_device_problem(make_swap_in_problem(np.random.default_rng(2), batch=2, num_top_k=8,
                                                hot_buffer_size=16, block_size=32))

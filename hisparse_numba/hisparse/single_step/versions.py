@@ -39,10 +39,9 @@ def check_version(version) -> int:
     if version is None:
         return DEFAULT
     if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
-        raise TypeError(f"version must be an int (one of {sorted(VERSIONS)}) or None, "
-                        f"got {type(version).__name__} {version!r}")
+        raise TypeError(f"version must be an int or None, got {type(version).__name__}")
     if int(version) not in VERSIONS:
-        raise ValueError(f"version must be one of {sorted(VERSIONS)} (None: {DEFAULT}), got {version}")
+        raise ValueError(f"version must be one of {sorted(VERSIONS)}, got {version}")
     return int(version)
 
 
