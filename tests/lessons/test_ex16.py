@@ -6,7 +6,6 @@ import io
 from contextlib import redirect_stdout
 
 import matplotlib
-import numpy as np
 import pytest
 
 from hisparse_numba import device
