@@ -35,14 +35,21 @@ def kernel_args(call: SwapInCall) -> tuple:
     return tuple(device.kernel_array(a) for a in arrays) + (call.item_size_bytes // 8, gate)
 
 
+@functools.cache
 def check_fits(number: int, num_top_k: int, hot_buffer_size: int, block_size: int) -> None:
     """ValueError when rung ``number``'s static shared memory at these sizes passes 48 KiB: the GPU
-    compiler would reject the kernel (ptxas: "uses too much shared data"), the simulator not."""
+    compiler would reject the kernel (ptxas: "uses too much shared data"), the simulator not.
+    Cached: a decode loop pays it once per configuration (a raise is not cached)."""
     need = versions.module(number).shared_memory_bytes(num_top_k, hot_buffer_size, block_size)
     if need > STATIC_SHARED_LIMIT:
         fail(f"version {number} needs {need} bytes of static shared memory at num_top_k={num_top_k}, "
              f"hot_buffer_size={hot_buffer_size}, block_size={block_size}; the limit is "
              f"{STATIC_SHARED_LIMIT} (48 KiB): use a smaller size or version {versions.DEFAULT}")
+
+
+@functools.cache
+def _factory(number: int):
+    return versions.module(number).swap_in_kernel
 
 
 def launch_unchecked(call: SwapInCall, prepared_args: tuple | None = None, version=None) -> None:
@@ -57,8 +64,8 @@ def launch_unchecked(call: SwapInCall, prepared_args: tuple | None = None, versi
     check_fits(number, call.num_top_k, call.hot_buffer_size, call.block_size)
     if call.batch == 0:
         return
-    kernel = versions.module(number).swap_in_kernel(call.num_top_k, call.hot_buffer_size,
-                                                    call.block_size, call.record_plan, call.skip_io)
+    kernel = _factory(number)(call.num_top_k, call.hot_buffer_size, call.block_size, call.record_plan,
+                              call.skip_io)
     args = kernel_args(call) if prepared_args is None else prepared_args
     device.launch(kernel, call.batch, call.block_size, *args)
 
