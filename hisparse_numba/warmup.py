@@ -43,6 +43,7 @@ class Task:
     kwargs: dict = field(default_factory=dict, hash=False, compare=False)
     seconds: float = 3.0        # about how long it compiles on a GPU's host (H200): longest start first
     simulator_only: bool = False  # what only a lesson's simulator branch launches (a GPU skips it)
+    gpu_only: bool = False        # what only a lesson's GPU branch launches (the simulator skips it)
 
     def run(self) -> float:
         t0 = time.perf_counter()
@@ -151,10 +152,10 @@ def _spec(batch, steps, top_k, hot, record, why, **options):
                 seconds=45.0)
 
 
-def _single(why, simulator_only=False, **options):
+def _single(why, simulator_only=False, gpu_only=False, **options):
     label = ", ".join(f"{k}={v}" for k, v in options.items())
     return Task(f"single-step swap-in {label} ({why})", "hisparse_numba.warmup", "single_step", options,
-                simulator_only=simulator_only)
+                simulator_only=simulator_only, gpu_only=gpu_only)
 
 
 # What the lessons launch (tests/test_warmup_coverage.py fails, naming lesson and kernel, when a
@@ -182,6 +183,10 @@ LESSON_TASKS = (
          "compile_examples"),
     Task("benchmark harness kernels (lesson 11 times its gathers on a GPU; bench)", "hisparse_numba.warmup",
          "compile_harness"),
+    Task("lesson 16's version-1 hit stage", "hisparse_numba.lessons.ex16", "warm_up"),
+    # lesson 16 on a GPU times every rung with the ladder benchmark (its sizes, int64 indices)
+    *(_single("lesson 16 on a GPU, the ladder", gpu_only=True, num_top_k=2048, hot_buffer_size=4096,
+              batch=2, block_size=1024, index_dtype="int64", record_plan=rec) for rec in (True, False)),
 )
 # The compile examples of every family (the compile-only check and the tests use them), the
 # sanitizer workload, the single-step fuzz, and the benchmark harness.
@@ -233,7 +238,8 @@ def tasks_for(which: str) -> tuple:
         from .bench import spec_shape
 
         tasks += bench_spec_tasks(spec_shape.DEFAULT_BATCHES, spec_shape.DEFAULT_VARIANTS)
-    return tuple(t for t in tasks if device.backend() != "cuda" or not t.simulator_only)
+    on_gpu = device.backend() == "cuda"
+    return tuple(t for t in tasks if not (t.simulator_only if on_gpu else t.gpu_only))
 
 
 # ----------------------------------------------------------------------------------- running

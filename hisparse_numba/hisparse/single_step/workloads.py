@@ -48,18 +48,24 @@ def strided_copy(a, columns: int | None = None):
 def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool = True, *,
                 batch: int = 3, block_size: int = 32, index_dtype: str = "int32", skip_io=(False,),
                 strided_plan: bool = False, replay: bool = False,
-                unchecked_hot: int | None = None) -> None:
-    """The single-step swap-in of one (K, H, plan) configuration, for each ``skip_io``; with
+                unchecked_hot: int | None = None, rungs=None) -> None:
+    """The single-step swap-in of one (K, H, plan) configuration, for each ``skip_io`` and each rung
+    of the kernel ladder in ``rungs`` (None: every rung whose shared memory fits); with
     ``strided_plan`` the plan arrays are strided views; with ``replay`` the planned copy replays
     the recorded plan into another layer, both ``skip_io`` values. ``unchecked_hot`` launches the
     checked call again, unchecked, with a smaller hot buffer size (lesson 09's H < K, which the
     checks reject; the arrays stay sized for ``hot_buffer_size``, so it stays in bounds)."""
     import numpy as np
 
-    from .examples import make_swap_in_problem, planned_copy_args, to_device_problem
-    from .planned_copy import copy_cache_planned_mla
     from . import (check_swap_in, launch_unchecked, load_cache_to_device_buffer_mla,
-                                   load_cache_to_device_buffer_mla_reference)
+                   load_cache_to_device_buffer_mla_reference, versions)
+    from .examples import make_swap_in_problem, planned_copy_args, to_device_problem
+    from .launch import STATIC_SHARED_LIMIT
+    from .planned_copy import copy_cache_planned_mla
+
+    if rungs is None:
+        rungs = [n for n in versions.VERSIONS if versions.module(n).shared_memory_bytes(
+            num_top_k, hot_buffer_size, block_size) <= STATIC_SHARED_LIMIT]
 
     rng = np.random.default_rng(0)
     for skip in skip_io:
@@ -71,7 +77,8 @@ def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool
         if strided_plan:
             d["miss_src"], d["miss_dst"] = strided_copy(d["miss_src"]), strided_copy(d["miss_dst"])
         if unchecked_hot is None:
-            load_cache_to_device_buffer_mla(**d)
+            for version in rungs:       # each rung writes the same state: launching again is fine
+                load_cache_to_device_buffer_mla(**d, version=version)
         else:
             call = check_swap_in(**d)
             launch_unchecked(call._replace(hot_buffer_size=unchecked_hot))
