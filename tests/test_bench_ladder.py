@@ -11,6 +11,8 @@ import pytest
 
 from hisparse_numba import cli
 from hisparse_numba.bench import ladder
+from hisparse_numba.bench import spec as spec_bench
+from hisparse_numba.bench import swap_in as swap_in_bench
 from hisparse_numba.hisparse.single_step import versions as single_versions
 from .conftest import ON_GPU
 
@@ -27,16 +29,16 @@ def speculative_ladder(monkeypatch):
     """The speculative registry; where this tree has none yet, a stand-in with the same API whose
     rungs all launch the tuned kernel (the ladder's code is what is under test)."""
     try:
-        return importlib.import_module(ladder.SPEC.registry)
+        return importlib.import_module(spec_bench.LADDER.registry)
     except ModuleNotFoundError:
         pass
     from hisparse_numba.hisparse.speculative import launch
 
-    fake = types.ModuleType(ladder.SPEC.registry)
+    fake = types.ModuleType(spec_bench.LADDER.registry)
     fake.Version = single_versions.Version
     fake.VERSIONS = {1: fake.Version(1, "v1_plain", "stand-in"), 3: fake.Version(3, "v3_tuned", "stand-in")}
     fake.DEFAULT = 3
-    monkeypatch.setitem(sys.modules, ladder.SPEC.registry, fake)
+    monkeypatch.setitem(sys.modules, spec_bench.LADDER.registry, fake)
     public = launch.load_cache_to_device_buffer_spec_mla
     monkeypatch.setattr(launch, "load_cache_to_device_buffer_spec_mla",
                         lambda version=None, **kw: public(**kw))
@@ -45,7 +47,7 @@ def speculative_ladder(monkeypatch):
 
 def test_check_only_finds_every_speculative_rung_equal_to_the_reference(speculative_ladder):
     out = io.StringIO()
-    assert ladder.check_rungs(ladder.SPEC, out) == 0
+    assert ladder.check_rungs(spec_bench.LADDER, out) == 0
     for number, v in speculative_ladder.VERSIONS.items():
         assert f"spec rung {number} ({v.name}): equals the reference" in out.getvalue()
 
@@ -151,7 +153,7 @@ def test_the_ladder_on_the_simulator_says_it_needs_a_gpu(capsys):
 @pytest.mark.gpu
 def test_on_a_gpu_every_single_step_rung_is_checked_then_timed():
     out = io.StringIO()
-    rows = ladder.measure(ladder.SWAP_IN, batches=(1, 8), iters=3, out=out)
+    rows = ladder.measure(swap_in_bench.LADDER, batches=(1, 8), iters=3, out=out)
     assert "NOT TIMED" not in out.getvalue(), out.getvalue()
     assert [(r["rung"], r["batch"]) for r in rows] == [
         (f"{n} {v.name}", b) for n, v in sorted(single_versions.VERSIONS.items()) for b in (1, 8)]

@@ -75,7 +75,7 @@ def selections(batch: int, calls: int, hits_base: int = 0) -> np.ndarray:
 
 def run(args) -> int:
     if ladder.requested(args):
-        return ladder.run(ladder.SPEC, args)
+        return ladder.run(LADDER, args)
     require_gpu("spec")
     from ..hisparse.single_step import planned_copy
     from ..hisparse.speculative import (check_speculative, launch_unchecked,
@@ -266,3 +266,78 @@ def _lru_variant(batch, sel, calls, positions):
         print(f"lru_1_full skipped: {type(e).__name__}: {e}")
         return None
     return fn
+
+
+# ------------------------------------------------------------------------------ the kernel ladder
+
+def _spec_small_check(version: int) -> list:
+    from ..hisparse.speculative import load_cache_to_device_buffer_spec_mla_reference
+    from ..hisparse.speculative.examples import host_copy, make_spec_problem, mismatches, set_selection, snapshot
+    from ..hisparse.speculative.launch import load_cache_to_device_buffer_spec_mla
+
+    kw = make_spec_problem(batch=2, steps=2, top_k=8, hot=16, tail=4, item_words=2, record=True,
+                           max_positions=256)
+    tokens = np.arange(2 * 2 * 8, dtype=np.int32).reshape(2, 2, 8) * 5
+    differs = []
+    for call, shift in enumerate((0, 23)):          # the second call hits some of the first's
+        set_selection(kw, (tokens + shift) % 200, np.full(4, 200))
+        ref = host_copy(kw)
+        load_cache_to_device_buffer_spec_mla(**kw, version=version)
+        load_cache_to_device_buffer_spec_mla_reference(**ref)
+        device.synchronize()
+        differs += [f"{k} (call {call + 1})" for k in mismatches(snapshot(kw), snapshot(ref))]
+    return differs
+
+
+class SpecBench:
+    """The speculative swap-in at ``bench spec``'s configuration (one index layer)."""
+
+    def __init__(self, batch: int, iters: int):
+        from ..hisparse.speculative.examples import make_spec_problem, set_selection
+        import sys
+        s = sys.modules[__name__]
+
+        self.s, self.calls = s, iters + 8
+        self.sel = device.xp.asarray(s.selections(batch, self.calls))
+        positions = s.HOT + self.calls * s.MISS_ADVANCE + 4 * s.MISS_PER_STEP + 16
+        self.kw = make_spec_problem(batch=batch, steps=s.NUM_STEPS, top_k=s.TOP_K, hot=s.HOT, tail=s.PAGE,
+                                    item_words=s.ITEM_WORDS, scratch_capacity=s.SCRATCH,
+                                    max_positions=positions, record=True)
+        set_selection(self.kw, device.to_host(self.sel[0]), np.full(batch * s.NUM_STEPS, positions))
+        self.miss_bytes = batch * s.UNIQUE_MISSES * 8 * s.ITEM_WORDS
+        self.next = 1
+
+    def check(self, version: int) -> list:
+        from ..hisparse.speculative import load_cache_to_device_buffer_spec_mla_reference
+        from ..hisparse.speculative.examples import host_copy, mismatches, snapshot
+        from ..hisparse.speculative.launch import load_cache_to_device_buffer_spec_mla
+
+        ref = host_copy(self.kw)
+        load_cache_to_device_buffer_spec_mla(**self.kw, version=version)
+        load_cache_to_device_buffer_spec_mla_reference(**ref)
+        device.synchronize()
+        return mismatches(snapshot(self.kw), snapshot(ref))
+
+    def time_us(self, version: int, graph: bool, iters: int) -> float:
+        from ..hisparse.speculative import check_speculative
+        from ..hisparse.speculative.launch import launch_unchecked
+        from .harness import gpu_time_ms
+        from .startup import spec_call
+
+        if graph:
+            return self.s._graph_call_us(self.kw, self.sel, self.calls, version=version)
+        call = check_speculative(**spec_call(self.kw))
+
+        def next_selection():
+            self.next = (self.next + 1) % self.calls
+            self.kw["top_k_tokens"][...] = self.sel[self.next]
+
+        def one_call():
+            next_selection()
+            launch_unchecked(call, version=version)
+        return (gpu_time_ms(one_call, iters=iters) - gpu_time_ms(next_selection, iters=iters)) * 1e3
+
+
+LADDER = ladder.Family("spec", "Speculative swap-in, rung by rung (4 x 2048 occurrences, H 4096, 576-byte items, "
+              "782 unique misses per request)", "hisparse_numba.hisparse.speculative.versions",
+              _spec_small_check, SpecBench)

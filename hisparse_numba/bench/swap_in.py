@@ -114,7 +114,7 @@ class Workload:
 
 def run(args) -> int:
     if ladder.requested(args):
-        return ladder.run(ladder.SWAP_IN, args)
+        return ladder.run(LADDER, args)
     harness.require_gpu("swap-in")
     batches = [int(b) for b in str(args.batches).split(",") if b]
     floor = harness.h2d_pinned_gbps()
@@ -146,3 +146,70 @@ def run(args) -> int:
     last = rows[-1]
     print(f"largest batch: {last['of_floor']:.0%} of the memcpy floor (target >= 85%)")
     return 0
+
+
+# ------------------------------------------------------------------------------ the kernel ladder
+
+def _swap_in_small_check(version: int) -> list:
+    from ..hisparse.single_step import load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference
+    from ..hisparse.single_step.examples import (ARRAY_KEYS, make_swap_in_problem, new_queries,
+                                                 to_device_problem, to_host_problem)
+
+    rng = np.random.default_rng(16)
+    p = make_swap_in_problem(rng, batch=3, num_top_k=8, hot_buffer_size=16, block_size=32, num_real=2,
+                             fast_rows=1, hit_fraction=0.5)
+    differs = []
+    for step in range(2):
+        if step:
+            new_queries(rng, p, hit_fraction=0.5, grow=True)
+        d = to_device_problem(p)
+        load_cache_to_device_buffer_mla(**d, version=version)
+        load_cache_to_device_buffer_mla_reference(**p)
+        got = to_host_problem(d)
+        differs += [f"{k} (call {step + 1})" for k in ARRAY_KEYS
+                    if p.get(k) is not None and not np.array_equal(got[k], p[k])]
+        p = got
+    return differs
+
+
+class SwapInBench:
+    """The single-step swap-in at ``bench swap-in``'s shape (``swap_in.Workload``)."""
+
+    def __init__(self, batch: int, iters: int):
+        self.w = Workload(batch, 2048, 4096, 512, 0.2, 1024)
+        self.miss_bytes = batch * self.w.misses * 512
+
+    def check(self, version: int) -> list:
+        from ..hisparse.single_step import load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference
+        from ..hisparse.single_step.examples import ARRAY_KEYS, to_host_problem
+
+        w, xp = self.w, device.xp
+        plan = dict(miss_src=xp.zeros((w.batch, w.K), xp.int64), miss_dst=xp.zeros((w.batch, w.K), xp.int32),
+                    miss_count=xp.zeros(w.batch, xp.int32))
+        d = w.kwargs(w.queries[w.step % w.windows], **plan)
+        w.step += 1
+        want = to_host_problem(d)
+        load_cache_to_device_buffer_mla_reference(**want)
+        load_cache_to_device_buffer_mla(**d, version=version)
+        got = to_host_problem(d)
+        return [k for k in ARRAY_KEYS if want.get(k) is not None and not np.array_equal(got[k], want[k])]
+
+    def time_us(self, version: int, graph: bool, iters: int) -> float:
+        from ..hisparse import single_step as si
+        from . import harness
+
+        w = self.w
+        w.version = version
+        if not graph:
+            return harness.gpu_time_ms(w.launch, iters=iters) * 1e3
+        order = [(w.step + i) % w.windows for i in range(w.windows)]   # each window in turn
+
+        def windows():
+            for i in order:
+                si.launch_unchecked(w.calls[i], w.prepared[i], version=version)
+        replay = device.capture_graph(windows).replay
+        return harness.gpu_time_ms(replay, iters=iters) * 1e3 / len(order)
+
+
+LADDER = ladder.Family("swap-in", "Single-step swap-in, rung by rung (K 2048, H 4096, 512-byte items, miss rate 0.2)",
+                        "hisparse_numba.hisparse.single_step.versions", _swap_in_small_check, SwapInBench)

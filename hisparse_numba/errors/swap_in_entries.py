@@ -274,6 +274,23 @@ ENTRIES: list[Entry] = [
        "two array arguments were given the same one.",
        "Give each array argument its own name, in argument order.", "00"),
 
+    # ---------------------------------------------------------------- lesson tools (09, syllabus)
+    _e("overfull_step takes one request whose selected positions are all misses",
+       "Lesson 09 builds what the swap-in would do with more misses than hot slots from explicit "
+       "data, and that construction only covers one request whose every selected position misses.",
+       "Pass the lesson's problem as it builds it (one request, no selected position hot).", "09"),
+    _e("leftover_slots must be {n} slot numbers in [0, {h}), got {leftover}",
+       "The misses past the H-th need a slot each, and lesson 09 says which slots they land in.",
+       "Give one slot number per extra miss, each a real hot slot.", "09"),
+    _e("no block {number} in the syllabus (blocks: {blocks})",
+       "`hisparse-numba lessons slides` makes one deck per block of docs/syllabus.md, and no block "
+       "has that number.",
+       "Pass block numbers from docs/syllabus.md, or none for every block.", "00"),
+    _e("{path}: no '## Block N · name' section with lesson rows",
+       "The syllabus page lost its block sections, which the slides, the consistency tests and "
+       "the lessons' order read.",
+       "Restore docs/syllabus.md's '## Block N · name' headings and their lesson tables.", "00"),
+
     # ---------------------------------------------------------------- the kernel ladder (lesson 16)
     _e("version {number} needs {need} bytes of static shared memory at num_top_k={k}, hot_buffer_size={h}, block_size={bs}; the limit is {limit} (48 KiB): use a smaller size or version {default}",
        "The rung of the kernel ladder you chose keeps arrays in shared memory whose size grows with "

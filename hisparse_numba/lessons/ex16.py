@@ -11,6 +11,9 @@ usual mistakes, and on a GPU times it against version 1's scan at sglang's sizes
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -90,14 +93,19 @@ def draw_shared_memory(num_top_k: int = 2048, block_size: int = 1024) -> None:
 # --- the measured ladder -----------------------------------------------------------------------
 
 def ladder_rows(path: Path = PERFORMANCE_MD) -> list[dict]:
-    """Each rung's time per call: measured now on a GPU (the ladder benchmark at batch 1 and 8, a
-    few calls each), read from docs/performance.md in the simulator (and said so)."""
-    from ..bench import ladder
+    """Each rung's time per call: measured now on a GPU (the ladder benchmark, 5 calls per figure,
+    in a process of its own), read from docs/performance.md in the simulator (and said so)."""
+    from ..bench.ladder_table import BEGIN, END, read_markdown
 
     if not device.SIMULATOR:
-        print("measuring on this GPU: the ladder benchmark, batch 1 and 8, 5 calls per figure")
-        return ladder.measure(ladder.SWAP_IN, batches=(1, 8), iters=5)
-    provenance, rows = ladder.read_markdown(path, ladder.SWAP_IN.name)
+        print("measuring on this GPU: the ladder benchmark (hisparse-numba bench swap-in --versions --iters 5)")
+        with tempfile.TemporaryDirectory() as tmp:
+            page = Path(tmp, "ladder.md")
+            page.write_text(f"{BEGIN}\n{END}\n")
+            subprocess.run([sys.executable, "-m", "hisparse_numba", "bench", "swap-in", "--versions",
+                            "--iters", "5", "--markdown", str(page)], check=True)
+            return read_markdown(page, "swap-in")[1]
+    provenance, rows = read_markdown(path, "swap-in")
     if not rows:
         print(f"the simulator times nothing, and {path.name} has no ladder table here yet: on a GPU, "
               f"`{BENCH_COMMAND}` writes it")

@@ -10,6 +10,7 @@ import pytest
 
 from hisparse_numba import device
 from hisparse_numba.bench import ladder
+from hisparse_numba.bench import swap_in as swap_in_bench
 from hisparse_numba.hisparse.single_step import reference
 from hisparse_numba.lessons import ex16
 
@@ -62,8 +63,8 @@ def test_the_ladder_figure_reads_docs_performance_md_in_the_simulator(tmp_path, 
     assert "has no ladder table here yet" in capsys.readouterr().out
     rows = [dict(rung="1 v1_plain", batch=1, timing="graph", us=80.0, GBps=2.6, of_floor="5%", speedup="-"),
             dict(rung="2 v2_tuned", batch=1, timing="graph", us=30.0, GBps=7.0, of_floor="13%", speedup="2.67x")]
-    ladder.write_markdown(path, ladder.SWAP_IN, ladder.markdown_block(
-        ladder.SWAP_IN, rows, gpu="NVIDIA H200", date="2026-12-07", command="hisparse-numba bench swap-in --versions"))
+    ladder.write_markdown(path, swap_in_bench.LADDER, ladder.markdown_block(
+        swap_in_bench.LADDER, rows, gpu="NVIDIA H200", date="2026-12-07", command="hisparse-numba bench swap-in --versions"))
     got = ex16.ladder_rows(path)
     out = capsys.readouterr().out
     assert "READ from docs/performance.md" in out and "Measured on NVIDIA H200 on 2026-12-07" in out
