@@ -398,12 +398,15 @@ def load_cache_to_device_buffer_spec_mla_reference(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
         miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None,
-        checks="full") -> None:
+        checks="full", version=None) -> None:
     """NumPy oracle of the launcher (same keywords; NumPy arrays; mutates them in place).
 
-    Shapes/dtypes: see the launcher. Written per request, per occurrence, for clarity.
+    Shapes/dtypes: see the launcher. Written per request, stage by stage. ``version`` (the
+    launcher's rung) is ignored: every rung computes this.
     """
-    call = check_speculative(**locals())
+    keywords = dict(locals())
+    del keywords["version"]
+    call = check_speculative(**keywords)
     real = int(num_real_reqs[0])
     for b in range(call.batch):
         if b < real:
