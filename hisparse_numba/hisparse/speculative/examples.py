@@ -117,13 +117,14 @@ def snapshot(kw) -> dict:
     return flat
 
 
-def run_kernel_and_reference(kw) -> tuple:
-    """Run the launcher on ``kw`` and the reference on a host copy; return both snapshots."""
+def run_kernel_and_reference(kw, version=None) -> tuple:
+    """Run the launcher (rung ``version``, default the tuned one) on ``kw`` and the reference on a
+    host copy; return both snapshots."""
     from . import (load_cache_to_device_buffer_spec_mla,
                               load_cache_to_device_buffer_spec_mla_reference)
 
     ref = host_copy(kw)
-    load_cache_to_device_buffer_spec_mla(**kw)
+    load_cache_to_device_buffer_spec_mla(**kw, version=version)
     load_cache_to_device_buffer_spec_mla_reference(**ref)
     device.synchronize()
     return snapshot(kw), snapshot(ref)
