@@ -1,12 +1,11 @@
 """Version 1, the plain rung: one block per request runs the reference's stages in order.
 
 Grid ``batch`` x ``tile_threads(T)`` threads (up to 1024 on a GPU, 32 in the simulator), a barrier
-after every stage. Each stage has the name of a stage of ``reference.request_reference``: read
-them side by side. Shared memory: each miss's victim and walk position (``MAX_OCCURRENCES`` int16
-each), the scan. Global ``PlainWorkspace`` rows: each occurrence's table position, each table
-position's first occurrence, the copy list. Every choice the reference makes in an order
-(numbering, admission, fallbacks, hash rounds) is a block scan or a loop in that order here.
-Lessons 01, 03, 04 and 08 show this rung first.
+after every stage; each stage is named as in ``reference.request_reference``: read them side by
+side. The gather's stages are here, the commit's in ``v1_commit.py``. Shared memory: each unique
+miss's victim and walk position (``MAX_OCCURRENCES`` int16 each) and the scan, 36 KiB. Global
+``PlainWorkspace`` rows: each occurrence's table position, each position's first occurrence, the
+copy list. Lessons 01, 03, 04 and 08 show this rung first.
 """
 
 from __future__ import annotations
@@ -24,134 +23,12 @@ from ...itemcopy import copy_item_dev
 from ...value_flags import gate_closed_dev
 from ..limits import MAX_OCCURRENCES
 from ..miss_plan import placeholder_plan
-from .device_fns import (HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE, PROPOSED, admit_claimed_dev,
-                         approximate_propose_dev, classify_dev, direct_locations_dev,
-                         fallback_victim_dev, needs_victim_dev, table_find_dev, table_insert_dev,
-                         union_victim_dev)
-from .hash import MASK32, hash_erase_dev, hash_insert_dev, thread_range_dev
-from .state import (CLAIM_BIT, COMMIT_CHUNK, COMPACT_POS_MASK, COUNT_GEN, COUNT_LAST, COUNT_UNION, COUNT_WORK,
-                    UNRESOLVED, approximate_candidate_dev, clock_bits_dev, next_epoch_dev,
-                    next_sigma_dev, pack_clock_dev, pack_generation_dev)
-
-DEGRADED, ROUND, UNION_HITS = 0, 1, 2      # the block's shared flags
-
-
-@cuda.jit(device=True, inline=True)
-def needs_victim(scratch_state, scratch_locs, rid, u, union_mode, t):
-    """reference.needs_victim (no location read ahead: ``tid = -1``)."""
-    return needs_victim_dev(scratch_state, scratch_locs, rid, rid + 1, u, scratch_locs.shape[1],
-                            union_mode, 4 * t, 0, -1)
-
-
-@cuda.jit(device=True, inline=True)
-def union_victims_dev(cache_policy, scratch_state, scratch_locs, victims, rid, m, t, cursor, e_now,
-                      emask, tid, nthreads):
-    """Union mode, COMMIT_CHUNK misses at a time: sample, stamp, then thread 0's fallbacks."""
-    hot, row = cache_policy.shape[1], rid + 1
-    for lo in range(0, m, COMMIT_CHUNK):
-        hi = min(lo + COMMIT_CHUNK, m)
-        for u in range(lo + tid, hi, nthreads):
-            if needs_victim(scratch_state, scratch_locs, rid, u, True, t):
-                victims[u] = union_victim_dev(cache_policy, row, u, m, cursor, hot, e_now, emask)
-        cuda.syncthreads()
-        for u in range(lo + tid, hi, nthreads):
-            if victims[u] >= 0:
-                cache_policy[row, victims[u]] = e_now
-        cuda.syncthreads()
-        if tid == 0:
-            for u in range(lo, hi):
-                if victims[u] < 0 and needs_victim(scratch_state, scratch_locs, rid, u, True, t):
-                    victims[u] = fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now)
-        cuda.syncthreads()
-
-
-@cuda.jit(device=True, inline=True)
-def approximate_victims_dev(cache_policy, scratch_state, scratch_locs, victims, walk, flags, rid,
-                            m, t, cursor, e_now, tid, nthreads):
-    """Approximate mode: rounds of proposals (the smallest unique_idx wins a slot, atomic.min of
-    PROPOSED + u), then thread 0's fallbacks in unique_idx order."""
-    hot, row, cap = cache_policy.shape[1], rid + 1, scratch_locs.shape[1]
-    for u in range(tid, m, nthreads):
-        start = u - cap if u >= cap else u            # reference.approximate_walk
-        want = needs_victim(scratch_state, scratch_locs, rid, u, False, t) and start < hot
-        walk[u] = start if want else -1
-    while True:
-        cuda.syncthreads()
-        if tid == 0:
-            flags[ROUND] = 0
-        cuda.syncthreads()
-        for u in range(tid, m, nthreads):
-            if victims[u] < 0 and walk[u] >= 0:
-                approximate_propose_dev(cache_policy, row, walk, u, u, m, cap, hot, e_now, flags)
-        cuda.syncthreads()
-        if flags[ROUND] == 0:
-            break
-        for u in range(tid, m, nthreads):
-            if victims[u] < 0 and walk[u] >= 0:
-                slot = approximate_candidate_dev(np.int64(walk[u]), e_now, hot)
-                if cache_policy[row, slot] == PROPOSED + u:
-                    victims[u] = slot
-                    cache_policy[row, slot] = e_now
-    if tid == 0:
-        for u in range(m):
-            if victims[u] < 0 and needs_victim(scratch_state, scratch_locs, rid, u, False, t):
-                victims[u] = fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now)
-    cuda.syncthreads()
-
-
-
-@cuda.jit(device=True, inline=True)
-def admission_stage_dev(tokens, seq_lens, dbt, dbl, hcl, cache_index, cache_policy, scratch_state,
-                        metadata, pos, scan, b, rid, t, m, cap, union_hits, e_now, degraded, tid,
-                        nthreads):
-    """Approximate mode: clear the epochs (no overflow), re-stamp the last step's hits, claim its
-    scratch misses, admit the first ``budget`` of them in unique_idx order (a block scan)."""
-    steps, top_k, hot, row = tokens.shape[1], tokens.shape[2], cache_policy.shape[1], rid + 1
-    if m <= cap:
-        for s in range(tid, hot, nthreads):
-            cache_policy[row, s] = 0
-        cuda.syncthreads()
-    for occ in range((steps - 1) * top_k + tid, t, nthreads):   # still classified as before
-        kind, value, _ = classify_dev(tokens, seq_lens, dbt, dbl, hcl, cache_index, b, rid, occ,
-                                      top_k, steps, hot, dbt.shape[1] - hot, degraded)
-        if kind == HOT:
-            cache_policy[row, value] = e_now
-        elif kind == MISS:
-            u = metadata[row, t + pos[b, occ]] & MASK32
-            if u < cap:
-                cuda.atomic.or_(scratch_state, (row, 4 * t + u), np.int32(CLAIM_BIT))
-    cuda.syncthreads()
-    budget = hot if m <= cap else max(0, hot - union_hits - (m - cap))
-    admit_claimed_dev(scratch_state, row, 4 * t, min(m, cap), budget, scan, tid, nthreads)
-
-
-@cuda.jit(device=True, inline=True)
-def evictions_stage_dev(cache_index, dbt, dbl, hcl, scratch_locs, scratch_state, metadata, victims,
-                        copy_src, copy_dst, b, rid, m, t, sigma, tid, nthreads):
-    """Each victim with a location: its token leaves the hash, the miss's token takes the slot,
-    then zero-copy promotion, or a direct-overflow miss is listed to copy into the slot's
-    location. A victim without one becomes -1; a direct-overflow miss then is UNRESOLVED."""
-    row, cap = rid + 1, scratch_locs.shape[1]
-    for u in range(tid, m, nthreads):
-        v = np.int64(victims[u])
-        p = scratch_state[row, 4 * t + u] & COMPACT_POS_MASK
-        if v >= 0 and dbl[rid, v] >= 0:
-            old_loc, old_tok = dbl[rid, v], np.int64(dbt[rid, v])
-            if old_tok >= 0:
-                hash_erase_dev(cache_index, rid, old_tok, v)
-            tok = metadata[row, p] & MASK32
-            dbt[rid, v] = tok
-            if u < cap:
-                dbl[rid, v] = scratch_locs[rid, u]
-                scratch_locs[rid, u] = old_loc
-            else:
-                metadata[row, t + p] = (sigma << 32) | old_loc
-                copy_src[b, u] = hcl[rid, tok]
-                copy_dst[b, u] = old_loc
-        else:
-            victims[u] = -1
-            if u >= cap:
-                metadata[row, t + p] = (sigma << 32) | UNRESOLVED
+from .device_fns import (HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE, classify_dev,
+                         table_find_dev, table_insert_dev)
+from .hash import MASK32, hash_insert_dev, thread_range_dev
+from .state import COUNT_GEN, clock_bits_dev, next_epoch_dev, next_sigma_dev
+from .v1_commit import (DEGRADED, UNION_HITS, admission_stage_dev, evictions_stage_dev,
+                        finish_stage_dev, victims_stage_dev)
 
 
 @jit_kernel(max_threads=MAX_THREADS)
@@ -204,21 +81,22 @@ def plain_kernel(tokens, seq_lens, dbt, dbl, hcl, host_words, dev_words, out, re
                 value = dbl[rid, value]
             out[b, occ // top_k, occ % top_k] = value
     cuda.syncthreads()
-    # count: each miss's table position; a token's first occurrence is the smallest one
+    # count: each miss's table position, its token's first occurrence (the smallest), then a scan
+    # of the first occurrences over consecutive occurrences per thread: rank u and total m
     for occ in range(tid, t, nthreads):
         if pos[b, occ] >= 0:
             p = table_find_dev(metadata, row, t, sigma, tokens[b, occ // top_k, occ % top_k])
             pos[b, occ] = p
             cuda.atomic.min(first, (b, p), occ)
     cuda.syncthreads()
-    o0, o1 = thread_range_dev(t, tid, nthreads)      # consecutive occurrences: scans keep order
+    o0, o1 = thread_range_dev(t, tid, nthreads)
     firsts = 0
     for occ in range(o0, o1):
         if pos[b, occ] >= 0 and first[b, pos[b, occ]] == occ:
             firsts += 1
     u, m = block_exclusive_scan_dev(scan, firsts, tid, nthreads)
     # number: unique_idx u of each first occurrence: index and compact entries, its output
-    # (scratch location, or -2 - u for direct overflow) and its copy to the scratch location
+    # (scratch location, or -2 - u for direct overflow) and its copy into the scratch location
     for occ in range(o0, o1):
         p = pos[b, occ]
         if p >= 0 and first[b, p] == occ:
@@ -231,52 +109,31 @@ def plain_kernel(tokens, seq_lens, dbt, dbl, hcl, host_words, dev_words, out, re
             copy_dst[b, u] = loc if copied else -1
             u += 1
     cuda.syncthreads()
-    # duplicates: a later occurrence outputs its first occurrence's location
+    # duplicates: a later occurrence of a missed token outputs its first occurrence's location
     for occ in range(tid, t, nthreads):
         f = first[b, pos[b, occ]] if pos[b, occ] >= 0 else occ
         if f != occ:
             out[b, occ // top_k, occ % top_k] = out[b, f // top_k, f % top_k]
-    # admission: the mode; in approximate mode, the claims and admissions
+    # admission: the mode; in approximate mode the claims and admissions
     union_hits = flags[UNION_HITS]
     union_mode = m + union_hits <= hot
     if not union_mode:
         admission_stage_dev(tokens, seq_lens, dbt, dbl, hcl, cache_index, cache_policy,
                             scratch_state, metadata, pos, scan, b, rid, t, m, cap, union_hits,
                             e_now, degraded, tid, nthreads)
-    # victims: a slot not stamped this call for each miss that needs one
-    for u in range(tid, m, nthreads):
-        victims[u] = -1
-    cuda.syncthreads()
-    if union_mode:
-        union_victims_dev(cache_policy, scratch_state, scratch_locs, victims, rid, m, t, cursor,
-                          e_now, (1 << ebits) - 1, tid, nthreads)
-    else:
-        approximate_victims_dev(cache_policy, scratch_state, scratch_locs, victims, walk, flags,
-                                rid, m, t, cursor, e_now, tid, nthreads)
+    # victims
+    victims_stage_dev(cache_policy, scratch_state, scratch_locs, victims, walk, flags, rid, m, t,
+                      union_mode, cursor, e_now, (1 << ebits) - 1, tid, nthreads)
     # evictions
     evictions_stage_dev(cache_index, dbt, dbl, hcl, scratch_locs, scratch_state, metadata, victims,
                         copy_src, copy_dst, b, rid, m, t, sigma, tid, nthreads)
-    cuda.syncthreads()
-    # hash: the new tokens of the slots that took a miss, in unique_idx order (ends in a barrier)
+    # hash: the slots that took a miss, in unique_idx order (victims[u], -1: none)
     hash_insert_dev(cache_index, rid, dbt, victims, m, walk, flags, scan, no_cells, tid, nthreads,
                     False)
-    # finish: direct-overflow outputs, the plan, the counters and the CLOCK state
-    if m > cap:
-        direct_locations_dev(out, scratch_state, metadata, b, row, t, 4 * t, t, top_k, tid,
-                             nthreads)
-    for u in range(tid, m, nthreads):
-        if record:
-            miss_src[b, u] = copy_src[b, u]
-            miss_dst[b, u] = copy_dst[b, u]
-    if tid == 0:
-        scratch_state[0, COUNT_LAST * n + rid] = m
-        scratch_state[0, COUNT_WORK * n + rid] = 0
-        scratch_state[0, COUNT_UNION * n + rid] = 0
-        scratch_state[0, COUNT_GEN * n + rid] = pack_generation_dev(sigma,
-                                                                    degraded or flags[DEGRADED] != 0)
-        cache_policy[0, rid] = pack_clock_dev(e_now, (cursor + min(m, np.int64(hot))) % hot, cbits)
-        if record:
-            miss_count[b] = m
+    # finish
+    finish_stage_dev(out, cache_policy, scratch_state, metadata, miss_src, miss_dst, miss_count,
+                     copy_src, copy_dst, b, rid, n, m, t, cap, sigma, e_now, cursor, cbits,
+                     degraded or flags[DEGRADED] != 0, record, tid, nthreads)
     # copy: one warp per copied miss, host -> device
     for u in range(tid // LANES, m, nthreads // LANES):
         if copy_dst[b, u] >= 0:
@@ -303,8 +160,7 @@ def workspace(batch: int, num_occurrences: int) -> PlainWorkspace:
 def launch(call) -> None:
     """Launch a checked ``SpecCall`` (``launch.launch_unchecked(call, version=1)``)."""
     from .launch import tile_threads
-    if call.batch == 0:
-        return
+
     t = call.steps * call.top_k
     plan = (call.miss_src, call.miss_dst, call.miss_count) if call.record else placeholder_plan()
     state = call.state
