@@ -1,12 +1,13 @@
 """NumPy reference (the oracle) of the speculative swap-in, ``load_cache_to_device_buffer_spec_mla``.
 
 Same keywords as the launcher (``launch.py``: shapes and dtypes), on NumPy arrays, mutated in
-place; written per request, in the order of docs/speculative-swap-in.md: classify every
-occurrence, number the unique misses, copy them into scratch, then commit (mode, admission,
-victims, promotion, hash, direct overflow, counters). The per-occurrence steps work on whole rows
-of occurrences (NumPy passes), so that sglang's sizes (T = 8192, batch 64) take well under a
-second per call; the per-miss steps of the commit stay loops, as the rules read. The kernel (``kernel.py``)
-must equal it on every output and state array. Lessons 01, 03, 04 and 08 run it beside the kernel.
+place. ``request_reference`` runs one request as the list of its stages (docs/speculative-swap-in.md,
+"Stages"), one function each: classify, count, number, duplicates, admission, victims, evictions,
+hash, finish, copy; every rung of the kernel (``versions.py``) has a stage of the same name. The
+per-occurrence stages work on whole rows of occurrences (NumPy passes), so that sglang's sizes
+(T = 8192, batch 64) take well under a second per call; the per-miss stages of the commit stay
+loops, as the rules read. Every rung must equal it on every output and state array. Lessons 01,
+03, 04 and 08 run it beside the kernel.
 """
 
 from __future__ import annotations
