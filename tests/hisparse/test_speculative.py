@@ -275,6 +275,6 @@ def test_alloc_miss_plan_is_accepted(spec_version):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
-def test_compute_sanitizer_reports_no_errors(tool):
+def test_compute_sanitizer_reports_no_errors(tool, spec_version):
     assert_sanitizer_clean(tool, "from hisparse_numba.hisparse.speculative.workloads import sanitizer_workload; "
-                                 "sanitizer_workload()")
+                                 f"sanitizer_workload(version={spec_version})")
