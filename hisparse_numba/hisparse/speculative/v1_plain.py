@@ -1,11 +1,13 @@
-"""Version 1, the plain rung: one block per request runs the reference's stages in order.
+"""Version 1, the plain rung: the reference's stages on the GPU, in order, one block per request.
 
-Grid ``batch`` x ``tile_threads(T)`` threads (up to 1024 on a GPU, 32 in the simulator), a barrier
-after every stage; each stage is named as in ``reference.request_reference``: read them side by
-side. The gather's stages are here, the commit's in ``v1_commit.py``. Shared memory: each unique
-miss's victim and walk position (``MAX_OCCURRENCES`` int16 each) and the scan, 36 KiB. Global
-``PlainWorkspace`` rows: each occurrence's table position, each position's first occurrence, the
-copy list. Lessons 01, 03, 04 and 08 show this rung first.
+What it changes from ``reference.py``: the same stages, with the same names, as a kernel whose
+every choice is the reference's order (a block scan over consecutive occurrences, one thread's
+loop, or atomic.min of an index), so that each stage reads beside its reference twin. Grid
+``batch`` x ``tile_threads(T)`` threads (up to 1024 on a GPU, 32 in the simulator), a barrier
+after every stage; the gather's stages are here, the commit's in ``v1_commit.py``. Shared: each
+unique miss's victim and walk position (``MAX_OCCURRENCES`` int16 each) and the scan, 36 KiB.
+Global ``PlainWorkspace`` rows: each occurrence's table position, each position's first
+occurrence, the copy list. Lessons 01, 03, 04 and 08 show this rung first.
 """
 
 from __future__ import annotations

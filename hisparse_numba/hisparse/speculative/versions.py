@@ -21,8 +21,8 @@ class Version(NamedTuple):
 
 
 VERSIONS = {
-    1: Version(1, "v1_plain", "one block per request, the reference's stages in order with a "
-               "barrier between them: the rules, written to be read"),
+    1: Version(1, "v1_plain", "the reference's stages as a kernel, one block per request, a "
+               "barrier between stages: the rules, written to be read"),
     3: Version(3, "v3_tuned", "tiles over the occurrences, copier tiles and a committer tile that "
                "overlap the copies with the commit, settled hash rounds: sglang's speed"),
 }
