@@ -2,9 +2,9 @@
 
 ``load_cache_to_device_buffer_spec_mla(**keywords, version=None)`` is
 ``launch_unchecked(check_speculative(**keywords), version)``: checks (``checks.py``), then the
-launch of rung ``version`` (``versions.py``; default the tuned rung, ``launch_tuned``: one launch
-of ``v3_tuned.swap_kernel`` on a grid sized by ``geometry``). Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked`` where they show what
-a check prevents.
+launch of rung ``version`` (``versions.py``; by default the tuned rung's, ``launch_tuned``: one
+launch of ``v3_tuned.swap_kernel`` on a grid sized by ``geometry``). Lessons 01, 03, 04 and 08
+call it, and ``launch_unchecked`` where they show what a check prevents.
 """
 
 from __future__ import annotations
