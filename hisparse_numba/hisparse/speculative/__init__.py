@@ -15,8 +15,9 @@ Files, in reading order:
 * ``hash.py``: the two hash banks (token -> hot slot) and the scratch table's device functions;
 * ``checks.py``: ``check_speculative -> SpecCall`` (host checks) and ``settle_speculative``;
 * ``value_checks.py``: the values the kernel indexes with, in one device pass;
-* the kernel versions, from plain to tuned: ``v2_tiles.py`` (a request over many tiles, the last
-  to arrive commits) and ``v3_tuned.py`` (a committer tile and copier tiles), with their stages:
+* ``versions.py``: the kernel versions, from plain to tuned: ``v1_plain.py`` with ``v1_commit.py``
+  (one block per request, the stages in order), ``v2_tiles.py`` (a request over many tiles, the
+  last to arrive commits) and ``v3_tuned.py`` (a committer tile and copier tiles), with their stages:
   ``tiles.py`` (classify, count, number, duplicates), ``finish.py`` (the commit's stages),
   ``commit.py`` and ``device_fns.py`` (the single-miss and single-occurrence steps),
   ``copiers.py`` (the copier tiles) and ``tiling.py`` (geometry, workspace, the launch);
@@ -85,9 +86,10 @@ untouched. ``miss_count[b]`` = number of unique misses.
 Checks: ``checks.py`` (shapes, dtypes, scalars, on the host) and ``value_checks.py`` (every value
 the kernel indexes with, on the device in one pass; ``checks="shapes"`` skips it).
 
-Launch geometry. sglang splits the work into a launch pair (gather, then commit) because the commit
-needs a grid-wide barrier. Here one launch does both, with a barrier per request instead, so that
-a request's commit and every tile's host copies overlap:
+Launch geometry of version 3 (version 1 runs one block per request). sglang splits the work into
+a launch pair (gather, then commit) because the commit needs a grid-wide barrier. Here one
+launch does both, with a barrier per request instead, so that a request's commit and every tile's
+host copies overlap:
 
 * Grid ``(batch, tiles)`` x ``tile`` threads (``tile`` = 1024 on a GPU, 32 in the simulator so
   that small tests run several tiles). A tile takes its index ``y`` from a per-request ticket, so
@@ -135,14 +137,18 @@ The private buffers (tickets, flags, claims, copy lists) are ``Workspace``.
 from .checks import COUNT_MESSAGE, SpecCall, check_speculative, plan_shape_message, steps_message
 from .launch import (Workspace, clear_workspace, geometry, launch_unchecked,
                      load_cache_to_device_buffer_spec_mla, workspace)
+from .versions import VERSIONS, Version, check_version
 from .reference import (load_cache_to_device_buffer_spec_mla_reference, table_find_reference,
                         table_insert_reference, union_sample_positions)
 
 __all__ = [
     "COUNT_MESSAGE",
     "SpecCall",
+    "VERSIONS",
+    "Version",
     "Workspace",
     "check_speculative",
+    "check_version",
     "clear_workspace",
     "geometry",
     "launch_unchecked",

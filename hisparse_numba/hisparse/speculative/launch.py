@@ -1,25 +1,32 @@
 """Launcher of the speculative swap-in: the public call, and the launch of a checked call.
 
-``load_cache_to_device_buffer_spec_mla(...)`` runs ``check_speculative(..., defer=True)`` (host
-checks and the device value pass enqueued, ``checks.py``), then ``launch_unchecked(call)``: one
-launch of the kernel (``v3_tuned``, on the grid ``tiling.geometry`` sizes) behind the pass's gate;
-then ``settle_speculative(call)`` takes the verdict. Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked``
-where they show what a check prevents.
+``load_cache_to_device_buffer_spec_mla(..., version=None)`` runs ``check_speculative(...,
+defer=True)`` (host checks and the device value pass enqueued, ``checks.py``), then
+``launch_unchecked(call, version)``: the launch of rung ``version`` (``versions.py``; by default
+the tuned ``v3_tuned``, on the grid ``tiling.geometry`` sizes) behind the pass's gate; then
+``settle_speculative(call)`` takes the verdict. Lessons 01, 03, 04 and 08 call it, and
+``launch_unchecked`` where they show what a check prevents.
 """
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
+from ... import device
 from ...checks import launch_then_settle
 from .checks import SpecCall, check_speculative, settle_speculative
+from .state import COUNT_GEN, COUNT_UNION, COUNT_WORK
 from .tiling import Workspace, clear_workspace, geometry, kernel_args, workspace
-from . import v3_tuned
+from .versions import check_version, module
 
 
 def load_cache_to_device_buffer_spec_mla(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
         miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None,
-        checks="full") -> None:
+        checks="full", version=None) -> None:
     """Resolve all ``steps * top_k`` occurrences of each request in one launch.
 
     top_k_tokens: ``[batch, steps, top_k]`` int32, 2 <= steps <= 4, steps * top_k <= 8192, dense
@@ -38,7 +45,11 @@ def load_cache_to_device_buffer_spec_mla(
     (``value_checks.py``, docs/speculative-swap-in.md "What a call must satisfy"), so a bad call
     raises a ValueError and writes nothing; ``"shapes"`` checks shapes, dtypes and scalars only,
     for callers who validated the values upstream (a bad value then corrupts memory or state).
+
+    version: the kernel's rung (``versions.VERSIONS``; None: the tuned one); every rung computes
+    the same outputs and state.
     """
+    number = check_version(version)
     call = check_speculative(
         top_k_tokens=top_k_tokens, device_buffer_tokens=device_buffer_tokens, host_cache_locs=host_cache_locs,
         device_buffer_locs=device_buffer_locs, host_cache=host_cache, device_buffer=device_buffer,
@@ -46,20 +57,42 @@ def load_cache_to_device_buffer_spec_mla(
         state=state, num_real_reqs=num_real_reqs, miss_src=miss_src, miss_dst=miss_dst,
         miss_count=miss_count, item_size_bytes=item_size_bytes,
         checks=checks, for_kernel=True, defer=True)
-    launch_then_settle(call, launch_unchecked, settle_speculative)   # gated kernel, then the verdict
+    launch = functools.partial(launch_unchecked, version=number)
+    launch_then_settle(call, launch, settle_speculative)   # gated kernel, then the verdict
 
 
-def launch_unchecked(call: SpecCall) -> None:
-    """The launch of a checked call *without* any further check.
+def launch_unchecked(call: SpecCall, version=None) -> None:
+    """The launch of a checked call *without* any further check, on rung ``version`` (None: the
+    tuned one).
 
     For lessons that show what a check prevents (``check_speculative(**valid)._replace(...)``)
     and for the benchmark (which times repeated calls on checked arguments); everything else
     calls the launcher.
     """
+    version = check_version(version)
     if call.batch == 0:
         return
-    v3_tuned.launch(call)
+    try:
+        module(version).launch(call)
+    except Exception:
+        forget_aborted_call(call)
+        raise
 
 
-__all__ = ["Workspace", "clear_workspace", "geometry", "kernel_args", "launch_unchecked",
-           "load_cache_to_device_buffer_spec_mla", "workspace"]
+def forget_aborted_call(call: SpecCall) -> None:
+    """After a launch that raised (only the simulator raises inside a kernel, on an out-of-bounds
+    index): the running counters (zero between calls) are reset, and the generation advances as
+    a finished call's would, so that the aborted call's scratch-table entries belong to a past
+    epoch."""
+    rids = device.to_host(call.req_pool_indices).astype(np.int64)
+    rids = rids[(rids >= 0) & (rids < call.num_requests)]
+    n, state = call.num_requests, call.state
+    state.scratch_state[0, COUNT_WORK * n + rids] = 0
+    state.scratch_state[0, COUNT_UNION * n + rids] = 0
+    gen = state.scratch_state[0, COUNT_GEN * n + rids].astype(np.int64)
+    sigma = (gen & 0x7FFFFFFF) % 0x7FFFFFFF + 1
+    state.scratch_state[0, COUNT_GEN * n + rids] = np.where(gen < 0, sigma - 2 ** 31, sigma)
+
+
+__all__ = ["Workspace", "clear_workspace", "forget_aborted_call", "geometry", "kernel_args",
+           "launch_unchecked", "load_cache_to_device_buffer_spec_mla", "workspace"]
