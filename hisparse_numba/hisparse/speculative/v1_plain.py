@@ -32,6 +32,7 @@ from .device_fns import (HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE, classify_
                          table_find_dev, table_insert_dev)
 from .hash import MASK32, hash_insert_dev, thread_range_dev
 from .state import COUNT_GEN, clock_bits_dev, next_epoch_dev, next_sigma_dev
+from .tiling import tile_threads
 from .v1_commit import (DEGRADED, UNION_HITS, admission_stage_dev, evictions_stage_dev,
                         finish_stage_dev, victims_stage_dev)
 
@@ -164,8 +165,6 @@ def workspace(batch: int, num_occurrences: int) -> PlainWorkspace:
 
 def launch(call) -> None:
     """Launch a checked ``SpecCall`` (``launch.launch_unchecked(call, version=1)``)."""
-    from .launch import tile_threads
-
     t = call.steps * call.top_k
     plan = (call.miss_src, call.miss_dst, call.miss_count) if call.record else placeholder_plan()
     state = call.state
