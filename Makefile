@@ -83,9 +83,17 @@ $(VENV)/.hub: $(VENV)/.lessons-$(GPU_EXTRA)
 hub-test: $(VENV)/.hub
 	$(VENV)/bin/python scripts/hub_smoke_test.py $(LESSON) --timeout 900
 
+# Playwright's own Chromium where its download host is reachable, else Debian's chromium package
 $(VENV)/.browser: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(PIP) install -q playwright
-	@command -v chromium >/dev/null || { echo "browser-test needs Chromium: apt-get install chromium"; exit 1; }
+	@if $(VENV)/bin/python -m playwright install chromium >$(VENV)/playwright-install.log 2>&1; then \
+	  echo "browser-test: Playwright's Chromium installed"; \
+	elif command -v chromium >/dev/null; then \
+	  echo "browser-test: Playwright's Chromium download failed ($(VENV)/playwright-install.log); using $$(command -v chromium)"; \
+	else \
+	  echo "browser-test needs Chromium: Playwright's download failed ($(VENV)/playwright-install.log)"; \
+	  echo "and there is no chromium on PATH; on Debian/Ubuntu: apt-get install -y chromium"; exit 1; \
+	fi
 	touch $@
 
 browser-test: $(VENV)/.browser

@@ -3,6 +3,7 @@ scripts that try them for real (scripts/hub_smoke_test.py, scripts/browser_test.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -159,17 +160,118 @@ def test_hub_smoke_test_runs_lesson_00():
     assert "PASSED" in run.stdout
 
 
-@pytest.mark.slow
+@functools.cache
+def browser_test_module():
+    """scripts/browser_test.py as a module (it imports process_marks from beside itself)."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        spec = importlib.util.spec_from_file_location("browser_test", ROOT / "scripts" / "browser_test.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclass looks its module up there
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return module
+
+
+def _capture_notebook() -> dict:
+    """The notebook whose run in JupyterLab 4.6 gave ``PAGE_CELLS``."""
+    def code(source, tags=()):
+        return {"cell_type": "code", "source": source, "metadata": {"tags": list(tags)}, "outputs": []}
+    return {"cells": [{"cell_type": "markdown", "source": "# 99 · capture", "metadata": {}},
+                      code('print("right: all good")'),
+                      code('import sys; print("a warning line", file=sys.stderr)'),
+                      code(['raise ValueError("expected to raise")\n'], tags=["raises-exception"]),
+                      code("1 + 1"),
+                      code('def f():\n    raise RuntimeError("planted error")\nf()'),
+                      code('print("never")')]}
+
+
+# What CELLS_JS returned in JupyterLab 4.6 after "Run All" on _capture_notebook(). On the page the
+# stderr line of cell 3 and the tracebacks of cells 4 and 6 are the same element (class
+# jp-OutputArea-output jp-RenderedText, data-mime-type application/vnd.jupyter.stderr); the
+# notebook model tells them apart. Run-all stopped after cell 6: cell 7 never ran.
+PAGE_CELLS = [
+    {"prompt": "[1]:", "count": 1, "errors": []},
+    {"prompt": "[2]:", "count": 2, "errors": []},
+    {"prompt": "[3]:", "count": 3, "errors": [{"ename": "ValueError", "evalue": "expected to raise"}]},
+    {"prompt": "[4]:", "count": 4, "errors": []},
+    {"prompt": "[5]:", "count": 5, "errors": [{"ename": "RuntimeError", "evalue": "planted error"}]},
+    {"prompt": "[ ]:", "count": None, "errors": []},
+]
+
+
+def test_browser_test_counts_errors_from_the_notebook_model_not_stderr():
+    bt = browser_test_module()
+    lesson = bt.lesson_cells(_capture_notebook())
+    assert [(c.number, c.raises) for c in lesson] == [(2, False), (3, False), (4, True), (5, False), (6, False),
+                                                      (7, False)]
+    assert bt.error_count(PAGE_CELLS) == 2 and bt.cells_ran(PAGE_CELLS) == 5 and not bt.cells_busy(PAGE_CELLS)
+    assert bt.unexpected_error(PAGE_CELLS, lesson) == (
+        "cell 6 ('def f():') raised RuntimeError: planted error "
+        "(not tagged raises-exception; the cells after it did not run)")
+
+
+def test_browser_test_accepts_tagged_errors_and_stderr():
+    bt = browser_test_module()
+    lesson = bt.lesson_cells(_capture_notebook())
+    clean = PAGE_CELLS[:4] + [{"prompt": "[5]:", "count": 5, "errors": []},
+                              {"prompt": "[6]:", "count": 6, "errors": []}]
+    assert bt.unexpected_error(clean, lesson) is None and bt.unraised(clean, lesson) == []
+    assert bt.cells_ran(clean) == len(lesson) and bt.error_count(clean) == 1
+
+
+def test_browser_test_fails_a_tagged_cell_that_raised_nothing_and_sees_busy_cells():
+    bt = browser_test_module()
+    lesson = bt.lesson_cells(_capture_notebook())
+    quiet = [dict(c, errors=[]) for c in PAGE_CELLS[:3]]
+    assert bt.unraised(quiet, lesson) == ["cell 4 ('raise ValueError(\"expected to raise\")') is tagged "
+                                          "raises-exception but raised nothing"]
+    busy = [{"prompt": "[*]:", "count": 3, "errors": []}]
+    assert bt.cells_busy(busy) and bt.cells_ran(busy) == 0
+
+
+def test_browser_test_turns_the_news_pop_up_off():
+    settings = browser_test_module().LAB_SETTINGS
+    assert settings["@jupyterlab/apputils-extension/notification.jupyterlab-settings"]["fetchNews"] == "false"
+    assert settings["@jupyterlab/notebook-extension/tracker.jupyterlab-settings"] == {"windowingMode": "none"}
+
+
+def _run_browser_test(lesson: Path, timeout: int = 540) -> subprocess.CompletedProcess:
+    pytest.importorskip("playwright")
+    run = subprocess.run([sys.executable, str(ROOT / "scripts/browser_test.py"), str(lesson),
+                          "--timeout", str(timeout)], capture_output=True, text=True, timeout=timeout + 60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    if "no Chromium found" in run.stderr:
+        pytest.skip("no Chromium (python -m playwright install chromium, or apt-get install chromium)")
+    return run
+
+
+@pytest.mark.slow(seconds=60)
 def test_browser_test_runs_lesson_00():
     """About a minute: JupyterLab in headless Chromium runs lesson 00 and shows its figures."""
-    pytest.importorskip("playwright")
-    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-        pytest.skip("no Chromium (apt-get install chromium)")
-    run = subprocess.run([sys.executable, str(ROOT / "scripts/browser_test.py"), _lesson_00(),
-                          "--timeout", "540"], capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    run = _run_browser_test(Path(_lesson_00()))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "PASSED" in run.stdout
+    assert "PASSED" in run.stdout and "1 error outputs (1 cells tagged raises-exception)" in run.stdout
+
+
+@pytest.mark.slow(seconds=60)
+def test_browser_test_fails_on_a_lesson_that_raises_naming_the_cell(tmp_path):
+    """Lesson 00 with a planted error in its fifth untagged code cell: the test stops there, well
+    before its time limit, and names the cell."""
+    nb = json.loads(Path(_lesson_00()).read_text())
+    untagged = [n for n, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+                and "raises-exception" not in c["metadata"].get("tags", [])]
+    nb["cells"][untagged[4]]["source"] = "raise RuntimeError('planted in the browser test')\n"
+    planted = tmp_path / Path(_lesson_00()).name
+    planted.write_text(json.dumps(nb))
+    run = _run_browser_test(planted, timeout=400)
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-2000:]
+    assert (f"FAILED after" in run.stdout and f"cell {untagged[4] + 1} (\"raise RuntimeError('planted in the "
+            "browser test')\") raised RuntimeError: planted in the browser test" in run.stdout), run.stdout[-3000:]
+    assert "cells ran within" not in run.stdout
 
 
 # ---------------------------------------------------------------------------- the syllabus
