@@ -132,8 +132,24 @@ def _lessons_dir(args):
     return args.dir
 
 
+# what a command needs from the [lessons] extra (a plain `pip install` lists, explains and copies)
+LESSONS_EXTRA = {"run": ("nbformat", "nbclient", "ipykernel", "matplotlib"), "colab-cell": ("nbformat",)}
+
+
+def _require_lessons_extra(action: str) -> None:
+    """A CliError naming the install command when ``lessons <action>`` lacks the lessons extra."""
+    import importlib.util
+
+    missing = [m for m in LESSONS_EXTRA.get(action, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CliError(f"lessons {action} needs the lessons extra ({', '.join(missing)} not installed): "
+                       "pip install 'hisparse-numba[lessons]'")
+
+
 def _lessons(args) -> int:
     from .lessons import runner
+
+    _require_lessons_extra(args.action)
 
     if args.action == "list":
         return _lessons_list(runner.discover(_lessons_dir(args)), args.all)

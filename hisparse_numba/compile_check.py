@@ -47,7 +47,8 @@ _SHARED_DECL = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)?\.shared\s+(?:\
                           r"\.[bsuf](\d+)\s+[^\s\[]+\[(\d+)\]", re.M)
 
 
-PTX_FIX = "pip install -e '.[ptx]' (NVVM, NVRTC and libdevice as CUDA 13 wheels, about 460 MB), or make test PTX=1"
+PTX_FIX = ("pip install 'hisparse-numba[ptx]' (NVVM, NVRTC and libdevice as CUDA 13 wheels, about 460 MB; "
+           "in a checkout: make test PTX=1)")
 
 
 def _load_nvvm() -> str:

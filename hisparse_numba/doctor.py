@@ -105,7 +105,7 @@ def _versions(facts) -> list[str]:
     facts.append(("CUDA driver", f"{drv[0]}.{drv[1]}" if drv else "none"))
     lo = MIN_COMPUTE_CAPABILITY
     facts.append(("minimum GPU", f"compute capability {lo[0]}.{lo[1]} (sm_{lo[0]}{lo[1]})"))
-    facts.append(("compile to PTX", _toolchain_fact()))
+    facts.append(("PTX compile", _toolchain_fact()))
     return cupy
 
 
