@@ -23,6 +23,7 @@ examples:
   hisparse-numba lessons run --solved        run every lesson with its solutions
   hisparse-numba lessons copy ~/hisparse     a scratch copy of the lessons to work in
   hisparse-numba kernel install --user       register the "hisparse-numba" Jupyter kernel
+  hisparse-numba hub-values --repo me/fork   the hub's Helm values for your images
   hisparse-numba bench swap-in               GPU benchmark (needs a CUDA GPU)
   hisparse-numba explain "hot_buffer_size must be >= num_top_k"
 """
@@ -101,13 +102,28 @@ def _lessons_args(p):
                            description="Make the Colab setup cell the first code cell of each notebook "
                                        "(idempotent). The repository URL comes from pyproject.toml.")
     q.add_argument("paths", nargs="+", metavar="PATH", help="notebooks, or folders of NN-*.ipynb notebooks")
-    q.add_argument("--repository", default=None,
-                   help="GitHub URL to install from (default: [project.urls] Repository in pyproject.toml)")
+    _repo_option(q, "to install from when the cell is given no other source")
+    q.add_argument("--source", default="",
+                   help="what the cell installs from on Colab, the default of its HISPARSE_NUMBA_SOURCE form "
+                        "field: a wheel URL, a wheel's path or a git+https URL (works unpublished)")
 
     q = actions.add_parser("colab-badges", help="print the Markdown table of Open-in-Colab badges",
                            description="Print a Markdown table with an Open-in-Colab badge per lesson.")
-    q.add_argument("--repository", default=None, help="GitHub URL (default: the one in pyproject.toml)")
+    _repo_option(q, "whose lessons/ the badges open", branch=True)
     _dir_option(q)
+
+    q = actions.add_parser("binder-badge", help="print the Binder badge and link for a repository",
+                           description="Print the Binder badge (Markdown) and the mybinder.org link "
+                                       "that opens every lesson in the simulator.")
+    _repo_option(q, "that mybinder.org builds", branch=True)
+
+
+def _repo_option(p, what: str, branch: bool = False):
+    p.add_argument("--repo", "--repository", dest="repo", default=None, metavar="OWNER/NAME",
+                   help=f"GitHub repository {what} (OWNER/NAME or its URL; default: [project.urls] "
+                        "Repository in pyproject.toml)")
+    if branch:
+        p.add_argument("--branch", default="main", help="branch (default: main)")
 
 
 def _dir_option(p):
@@ -167,9 +183,20 @@ def _lessons(args) -> int:
         return 0
     if args.action == "colab-cell":
         return _colab_cell(args)
-    from .lessons import colab
+    return _badges(args, runner)
 
-    print(colab.badge_table(runner.discover(_lessons_dir(args)), args.repository))
+
+def _badges(args, runner) -> int:
+    from .lessons import colab
+    from .workshop import binder_badge, binder_url
+
+    try:
+        if args.action == "binder-badge":
+            print(f"{binder_badge(args.repo, args.branch)}\n{binder_url(args.repo, args.branch)}")
+            return 0
+        print(colab.badge_table(runner.discover(_lessons_dir(args)), args.repo, args.branch))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     return 0
 
 
@@ -204,7 +231,10 @@ def _colab_cell(args) -> int:
             raise CliError(f"{path}: not a notebook or a folder")
     if not notebooks:
         raise CliError("no notebooks found in " + ", ".join(args.paths))
-    changed = colab.add_setup_cells(notebooks, args.repository)
+    try:
+        changed = colab.add_setup_cells(notebooks, args.repo, args.source)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     print(f"setup cell: {len(changed)} notebook(s) changed, {len(notebooks) - len(changed)} already up to date")
     return 0
 
@@ -231,6 +261,38 @@ def _kernel(args) -> int:
     except ImportError:
         raise CliError("ipykernel is not installed: pip install 'hisparse-numba[lessons]'") from None
     print(f"installed kernelspec {scratch.KERNEL_NAME} in {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- hub-values
+
+def _hub_values_args(p):
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--repo", default=None, metavar="OWNER/NAME",
+                       help="images ghcr.io/<owner>/<name>-singleuser:cpu and :gpu (default: the repository "
+                            "in pyproject.toml: the file as it is)")
+    where.add_argument("--image", default=None, metavar="REGISTRY/PATH",
+                       help="any image name without a tag, e.g. registry.example.org/class/hisparse-numba")
+    p.add_argument("--values", default=None, metavar="FILE",
+                   help="the values to rewrite (default: deploy/hub/values.yaml of this checkout)")
+
+
+def _hub_values(args) -> int:
+    from pathlib import Path
+
+    from . import workshop
+
+    path = Path(args.values) if args.values else workshop.VALUES
+    if not path.is_file():
+        raise CliError(f"{path}: no such file; hub-values rewrites deploy/hub/values.yaml of a checkout "
+                       "(or pass --values FILE)")
+    try:
+        image = workshop.check_image(args.image) if args.image else workshop.singleuser_image(args.repo)
+        print(workshop.hub_values(path.read_text(), image), end="")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    print("# build and push the images from the checkout's root:\n#   "
+          + "\n#   ".join(workshop.build_commands(image)), file=sys.stderr)
     return 0
 
 
@@ -324,6 +386,8 @@ COMMANDS = {
                _doctor_args, _doctor),
     "lessons": ("list, run or copy the lesson notebooks; Colab cells and badges", _lessons_args, _lessons),
     "kernel": ("register the hisparse-numba Jupyter kernel", _kernel_args, _kernel),
+    "hub-values": ("the workshop hub's Helm values for your images (deploy/hub/values.yaml renamed)",
+                   _hub_values_args, _hub_values),
     "bench": ("GPU benchmarks with ratios to hardware ceilings measured in the same run",
               _bench_args, _bench),
     "explain": ("find the catalogue entry (cause, fix, lesson) for a pasted error message",

@@ -81,6 +81,29 @@ def test_binder_requirements_resolve_without_cuda_wheels(tmp_path):
         assert needed in names
 
 
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hisparse_numba", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _pyproject_repo() -> str:
+    """OWNER/NAME from the Repository line of pyproject.toml."""
+    return PYPROJECT["project"]["urls"]["Repository"].removeprefix("https://github.com/")
+
+
+def test_the_binder_badge_follows_the_repository_line_and_repo():
+    from hisparse_numba import workshop
+
+    link = f"https://mybinder.org/v2/gh/{_pyproject_repo()}/main?urlpath=lab/tree/my-lessons"
+    assert workshop.binder_url() == link
+    assert f"[![Binder](https://mybinder.org/badge_logo.svg)]({link})" in (ROOT / "lessons/README.md").read_text()
+    out = _cli("lessons", "binder-badge", "--repo", "https://github.com/me/fork.git", "--branch", "class")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/me/fork/class"
+        "?urlpath=lab/tree/my-lessons)", "https://mybinder.org/v2/gh/me/fork/class?urlpath=lab/tree/my-lessons"]
+
+
 # ---------------------------------------------------------------------------- the workshop hub
 
 def values() -> dict:
@@ -109,6 +132,47 @@ def test_hub_images_are_the_ones_the_dockerfile_builds():
         assert profiles()[slug]["kubespawner_override"]["image"] == f"{image['name']}:{tag}"
         assert f"-t {image['name']}:{tag}" in dockerfile, f"the Dockerfile does not say how to build :{tag}"
     assert image["tag"] == "cpu"
+
+
+def test_hub_images_follow_the_repository_line():
+    from hisparse_numba import workshop
+
+    owner, name = _pyproject_repo().lower().split("/")
+    assert values()["singleuser"]["image"]["name"] == workshop.singleuser_image() == \
+        f"ghcr.io/{owner}/{name}-singleuser"
+    dockerfile = re.sub(r"\\\n#\s+", "", (HUB / "Dockerfile").read_text())  # its comment's continued lines
+    for command in workshop.build_commands(workshop.singleuser_image()):
+        if command.startswith("docker build"):
+            assert command in dockerfile, command
+
+
+def test_hub_values_without_options_are_the_file():
+    out = _cli("hub-values")
+    assert out.returncode == 0 and out.stdout == (HUB / "values.yaml").read_text(), out.stderr
+
+
+@pytest.mark.parametrize("args, image", [(("--repo", "Me/Fork"), "ghcr.io/me/fork-singleuser"),
+                                         (("--image", "registry.example.org:5000/class/hisparse"),
+                                          "registry.example.org:5000/class/hisparse")])
+def test_hub_values_rename_every_image(args, image):
+    out = _cli("hub-values", *args)
+    assert out.returncode == 0, out.stderr
+    data = yaml.safe_load(out.stdout)
+    assert data["singleuser"]["image"]["name"] == image
+    assert {p["kubespawner_override"]["image"] for p in data["singleuser"]["profileList"]} == \
+        {f"{image}:cpu", f"{image}:gpu"}
+    assert "hisparse-numba/hisparse-numba" not in out.stdout
+    assert f"docker build -f deploy/hub/Dockerfile -t {image}:cpu ." in out.stderr
+    assert f"docker push {image}:gpu" in out.stderr
+    assert yaml.safe_load(out.stdout.replace(image, "X")) == yaml.safe_load(
+        (HUB / "values.yaml").read_text().replace(values()["singleuser"]["image"]["name"], "X"))
+
+
+@pytest.mark.parametrize("args", [("--image", "Registry/UPPER"), ("--image", "x/y:tag"), ("--repo", "a/b/c"),
+                                  ("--values", "no/such/values.yaml")])
+def test_hub_values_refuse_bad_names_in_one_line(args):
+    out = _cli("hub-values", *args)
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1, out.stderr
 
 
 def test_dockerfile_installs_extras_that_exist_and_registers_the_kernel():
@@ -278,7 +342,7 @@ def test_browser_test_fails_on_a_lesson_that_raises_naming_the_cell(tmp_path):
 
 SYLLABUS = (ROOT / "lessons" / "README.md").read_text()
 COLAB = ("[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
-         "(https://colab.research.google.com/github/hisparse-numba/hisparse-numba/blob/main/lessons/{})")
+         "(https://colab.research.google.com/github/" + _pyproject_repo() + "/blob/main/lessons/{})")
 
 
 def syllabus_rows() -> dict[str, tuple[int, list[str]]]:

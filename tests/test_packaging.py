@@ -222,3 +222,19 @@ def test_a_plain_pip_install_lists_explains_and_names_the_lessons_extra(tmp_path
         assert "\n" not in line and "Traceback" not in line, line
         assert line.startswith(f"hisparse-numba: error: {action} needs the lessons extra (nbformat")
         assert line.endswith(": pip install 'hisparse-numba[lessons]'"), line
+
+
+@pytest.mark.parametrize("argv, missing", [(["lessons", "run", "00"], "nbclient, ipykernel"),
+                                           (["lessons", "colab-cell", "lessons"], "nbformat")])
+def test_without_the_lessons_extra_a_command_says_so_in_one_line(monkeypatch, capsys, argv, missing):
+    import importlib.util
+
+    from hisparse_numba import cli
+
+    real = importlib.util.find_spec
+    gone = set(missing.split(", "))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (f"hisparse-numba: error: {' '.join(argv[:2])} needs the lessons extra ({missing} not "
+                   "installed): pip install 'hisparse-numba[lessons]'\n")
