@@ -24,23 +24,26 @@ GPU_EXTRA := $(if $(CUDA),cuda$(CUDA),)
 # NVVM only when asked and no GPU extra is chosen (a GPU extra brings its own; no cu12/cu13 mix)
 TEST_EXTRAS := test$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),$(if $(PTX),$(comma)ptx,))
 PIP    := $(VENV)/bin/python -m pip
+# pip install with one line a phase (scripts/pip_progress.py); pip's whole output goes to the log
+PIP_INSTALL := $(VENV)/bin/python scripts/pip_progress.py --log $(VENV)/pip-install.log
 # Running as root (GPU containers) needs --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
 .PHONY: lessons lessons-shipped test test-quick doctor jupyter kernel wheel clean hub-test browser-test
 
 $(VENV)/bin/python:
+	@echo "creating $(VENV) and upgrading its pip"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.lessons-$(GPU_EXTRA): $(VENV)/bin/python pyproject.toml
-	@echo "installing hisparse-numba[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)] into $(VENV) (a minute or two)"
-	$(PIP) install --progress-bar on -e ".[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)]"
+	@echo "installing hisparse-numba[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)] into $(VENV) (a few minutes; pip's output: $(VENV)/pip-install.log)"
+	$(PIP_INSTALL) -e ".[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)]"
 	touch $@
 
 $(VENV)/.test-$(TEST_EXTRAS): $(VENV)/bin/python pyproject.toml
-	@echo "installing hisparse-numba[$(TEST_EXTRAS)] into $(VENV)$(if $(PTX), (NVVM: about 460 MB),)"
-	$(PIP) install --progress-bar on -e ".[$(TEST_EXTRAS)]"
+	@echo "installing hisparse-numba[$(TEST_EXTRAS)] into $(VENV)$(if $(PTX), (NVVM: about 460 MB),) (pip's output: $(VENV)/pip-install.log)"
+	$(PIP_INSTALL) -e ".[$(TEST_EXTRAS)]"
 	touch $@
 
 lessons: $(VENV)/.lessons-$(GPU_EXTRA)

@@ -105,7 +105,7 @@ def test_make_test_installs_nvvm_only_when_asked():
         out = subprocess.run(["make", "-n", "-B", "test", *args], cwd=ROOT, capture_output=True, text=True,
                              env=env)
         assert out.returncode == 0, out.stderr
-        return next(l for l in out.stdout.splitlines() if "pip install" in l and "-e" in l)
+        return next(l for l in out.stdout.splitlines() if "pip_progress.py" in l and '-e ".[' in l)
 
     if shutil.which("make") is None:
         pytest.fail("make is not installed; the README's commands need it")
