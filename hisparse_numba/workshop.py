@@ -61,7 +61,7 @@ def hub_values(values_text: str, image: str) -> str:
 
 def build_commands(image: str) -> list[str]:
     """The commands that build and push both images, run from a checkout's root."""
-    builds = [f"docker build -f deploy/hub/Dockerfile"
+    builds = ["docker build -f deploy/hub/Dockerfile"
               + (f" --build-arg EXTRAS={extras}" if extras != "lessons" else "") + f" -t {image}:{tag} ."
               for tag, extras in IMAGE_TAGS.items()]
     return builds + [f"docker push {image}:{tag}" for tag in IMAGE_TAGS]

@@ -5,7 +5,7 @@ minute or more, and pytest prints nothing meanwhile (pytest-xdist: nothing betwe
 workers" and "N workers [M items]"). ``tests/conftest.py`` registers one of these plugins in the
 process that owns the terminal (never in an xdist worker):
 
-- one process: "collecting tests ..." before, "N tests collected in X s" after;
+- one process: "collecting tests ..." before, "collected in X s: N tests to run" after;
 - pytest-xdist: the workers starting, each worker up and its collection done, with times;
 
 and, in both, "... still collecting (X s)" every ``HEARTBEAT_S`` seconds until collection ends.
@@ -78,7 +78,7 @@ class OneProcess(_Progress):
 
     def pytest_collection_finish(self, session) -> None:
         self.stop_heartbeat()
-        self.say(f"{len(session.items)} tests collected in {self.elapsed():.0f} s")
+        self.say(f"collected in {self.elapsed():.0f} s: {len(session.items)} tests to run")
 
 
 class XdistWorkers(_Progress):

@@ -50,8 +50,6 @@ def test_the_cell_runs_off_colab_and_does_nothing(capsys, monkeypatch):
 
 
 def test_the_cell_on_a_colab_cpu_runtime_pip_installs_and_picks_the_simulator(capsys, monkeypatch):
-    import subprocess
-
     assert _run_cell_on_colab(monkeypatch, colab.colab_cell_source()) == f"hisparse-numba @ git+{REPO}"
     import os
     assert os.environ["HISPARSE_NUMBA_BACKEND"] == "simulator"

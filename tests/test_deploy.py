@@ -333,7 +333,7 @@ def test_browser_test_fails_on_a_lesson_that_raises_naming_the_cell(tmp_path):
     planted.write_text(json.dumps(nb))
     run = _run_browser_test(planted, timeout=400)
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-2000:]
-    assert (f"FAILED after" in run.stdout and f"cell {untagged[4] + 1} (\"raise RuntimeError('planted in the "
+    assert ("FAILED after" in run.stdout and f"cell {untagged[4] + 1} (\"raise RuntimeError('planted in the "
             "browser test')\") raised RuntimeError: planted in the browser test" in run.stdout), run.stdout[-3000:]
     assert "cells ran within" not in run.stdout
 
