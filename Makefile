@@ -8,7 +8,8 @@
 #                     sm_75..sm_90 (what CI runs: .ci/run)
 # make jupyter        JupyterLab on a scratch copy of the lessons (my-lessons/), never on lessons/
 # make kernel         register the "hisparse-numba" Jupyter kernel in .venv
-# Each target creates its own virtual environment (.venv) and installs what it needs.
+# Each target creates its own virtual environment (.venv) and installs what it needs, printing one
+# line a phase (scripts/pip_progress.py); pip's whole output goes to .venv/pip-install.log.
 # On a GPU machine add the CuPy extra for your CUDA major: make test CUDA=12 (or CUDA=13).
 comma  := ,
 PYTHON ?= python3
