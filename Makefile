@@ -8,7 +8,8 @@
 #                     sm_75..sm_90 (what CI runs: .ci/run)
 # make jupyter        JupyterLab on a scratch copy of the lessons (my-lessons/), never on lessons/
 # make kernel         register the "hisparse-numba" Jupyter kernel in .venv
-# Each target creates its own virtual environment (.venv) and installs what it needs.
+# Each target creates its own virtual environment (.venv) and installs what it needs, printing one
+# line a phase (scripts/pip_progress.py); pip's whole output goes to .venv/pip-install.log.
 # On a GPU machine add the CuPy extra for your CUDA major: make test CUDA=12 (or CUDA=13).
 comma  := ,
 PYTHON ?= python3
@@ -24,23 +25,26 @@ GPU_EXTRA := $(if $(CUDA),cuda$(CUDA),)
 # NVVM only when asked and no GPU extra is chosen (a GPU extra brings its own; no cu12/cu13 mix)
 TEST_EXTRAS := test$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),$(if $(PTX),$(comma)ptx,))
 PIP    := $(VENV)/bin/python -m pip
+# pip install with one line a phase (scripts/pip_progress.py); pip's whole output goes to the log
+PIP_INSTALL := $(VENV)/bin/python scripts/pip_progress.py --log $(VENV)/pip-install.log
 # Running as root (GPU containers) needs --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
 .PHONY: lessons lessons-shipped test test-quick doctor jupyter kernel wheel clean hub-test browser-test
 
 $(VENV)/bin/python:
+	@echo "creating $(VENV) and upgrading its pip"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.lessons-$(GPU_EXTRA): $(VENV)/bin/python pyproject.toml
-	@echo "installing hisparse-numba[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)] into $(VENV) (a minute or two)"
-	$(PIP) install --progress-bar on -e ".[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)]"
+	@echo "installing hisparse-numba[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)] into $(VENV) (a few minutes; pip's output: $(VENV)/pip-install.log)"
+	$(PIP_INSTALL) -e ".[lessons$(if $(GPU_EXTRA),$(comma)$(GPU_EXTRA),)]"
 	touch $@
 
 $(VENV)/.test-$(TEST_EXTRAS): $(VENV)/bin/python pyproject.toml
-	@echo "installing hisparse-numba[$(TEST_EXTRAS)] into $(VENV)$(if $(PTX), (NVVM: about 460 MB),)"
-	$(PIP) install --progress-bar on -e ".[$(TEST_EXTRAS)]"
+	@echo "installing hisparse-numba[$(TEST_EXTRAS)] into $(VENV)$(if $(PTX), (NVVM: about 460 MB),) (pip's output: $(VENV)/pip-install.log)"
+	$(PIP_INSTALL) -e ".[$(TEST_EXTRAS)]"
 	touch $@
 
 lessons: $(VENV)/.lessons-$(GPU_EXTRA)
@@ -83,9 +87,17 @@ $(VENV)/.hub: $(VENV)/.lessons-$(GPU_EXTRA)
 hub-test: $(VENV)/.hub
 	$(VENV)/bin/python scripts/hub_smoke_test.py $(LESSON) --timeout 900
 
+# Playwright's own Chromium where its download host is reachable, else Debian's chromium package
 $(VENV)/.browser: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(PIP) install -q playwright
-	@command -v chromium >/dev/null || { echo "browser-test needs Chromium: apt-get install chromium"; exit 1; }
+	@if $(VENV)/bin/python -m playwright install chromium >$(VENV)/playwright-install.log 2>&1; then \
+	  echo "browser-test: Playwright's Chromium installed"; \
+	elif command -v chromium >/dev/null; then \
+	  echo "browser-test: Playwright's Chromium download failed ($(VENV)/playwright-install.log); using $$(command -v chromium)"; \
+	else \
+	  echo "browser-test needs Chromium: Playwright's download failed ($(VENV)/playwright-install.log)"; \
+	  echo "and there is no chromium on PATH; on Debian/Ubuntu: apt-get install -y chromium"; exit 1; \
+	fi
 	touch $@
 
 browser-test: $(VENV)/.browser

@@ -24,6 +24,7 @@ examples:
   hisparse-numba lessons check --dir ~/my-lessons   your copy: each exercise right, wrong or not yet
   hisparse-numba lessons copy ~/hisparse     a scratch copy of the lessons to work in
   hisparse-numba kernel install --user       register the "hisparse-numba" Jupyter kernel
+  hisparse-numba hub-values --repo me/fork   the hub's Helm values for your images
   hisparse-numba bench swap-in               GPU benchmark (needs a CUDA GPU)
   hisparse-numba explain "hot_buffer_size must be >= num_top_k"
 """
@@ -132,13 +133,28 @@ def _lessons_args(p):
                            description="Make the Colab setup cell the first code cell of each notebook "
                                        "(idempotent). The repository URL comes from pyproject.toml.")
     q.add_argument("paths", nargs="+", metavar="PATH", help="notebooks, or folders of NN-*.ipynb notebooks")
-    q.add_argument("--repository", default=None,
-                   help="GitHub URL to install from (default: [project.urls] Repository in pyproject.toml)")
+    _repo_option(q, "to install from when the cell is given no other source")
+    q.add_argument("--source", default="",
+                   help="what the cell installs from on Colab, the default of its HISPARSE_NUMBA_SOURCE form "
+                        "field: a wheel URL, a wheel's path or a git+https URL (works unpublished)")
 
     q = actions.add_parser("colab-badges", help="print the Markdown table of Open-in-Colab badges",
                            description="Print a Markdown table with an Open-in-Colab badge per lesson.")
-    q.add_argument("--repository", default=None, help="GitHub URL (default: the one in pyproject.toml)")
+    _repo_option(q, "whose lessons/ the badges open", branch=True)
     _dir_option(q)
+
+    q = actions.add_parser("binder-badge", help="print the Binder badge and link for a repository",
+                           description="Print the Binder badge (Markdown) and the mybinder.org link "
+                                       "that opens every lesson in the simulator.")
+    _repo_option(q, "that mybinder.org builds", branch=True)
+
+
+def _repo_option(p, what: str, branch: bool = False):
+    p.add_argument("--repo", "--repository", dest="repo", default=None, metavar="OWNER/NAME",
+                   help=f"GitHub repository {what} (OWNER/NAME or its URL; default: [project.urls] "
+                        "Repository in pyproject.toml)")
+    if branch:
+        p.add_argument("--branch", default="main", help="branch (default: main)")
 
 
 def _dir_option(p):
@@ -172,8 +188,26 @@ def _learner_dir(args):
     return _lessons_dir(args)
 
 
+# what a command needs from the [lessons] extra (a plain `pip install` lists, explains and copies)
+LESSONS_EXTRA = {"run": ("nbformat", "nbclient", "ipykernel", "matplotlib"),
+                 "check": ("nbformat", "nbclient", "ipykernel", "matplotlib"),
+                 "slides": ("nbformat", "nbconvert"), "colab-cell": ("nbformat",)}
+
+
+def _require_lessons_extra(action: str) -> None:
+    """A CliError naming the install command when ``lessons <action>`` lacks the lessons extra."""
+    import importlib.util
+
+    missing = [m for m in LESSONS_EXTRA.get(action, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CliError(f"lessons {action} needs the lessons extra ({', '.join(missing)} not installed): "
+                       "pip install 'hisparse-numba[lessons]'")
+
+
 def _lessons(args) -> int:
     from .lessons import runner
+
+    _require_lessons_extra(args.action)
 
     if args.action == "list":
         return _lessons_list(runner.discover(_lessons_dir(args)), args.all)
@@ -205,9 +239,20 @@ def _lessons(args) -> int:
         return 0
     if args.action == "colab-cell":
         return _colab_cell(args)
-    from .lessons import colab
+    return _badges(args, runner)
 
-    print(colab.badge_table(runner.discover(_lessons_dir(args)), args.repository))
+
+def _badges(args, runner) -> int:
+    from .lessons import colab
+    from .workshop import binder_badge, binder_url
+
+    try:
+        if args.action == "binder-badge":
+            print(f"{binder_badge(args.repo, args.branch)}\n{binder_url(args.repo, args.branch)}")
+            return 0
+        print(colab.badge_table(runner.discover(_lessons_dir(args)), args.repo, args.branch))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     return 0
 
 
@@ -242,7 +287,10 @@ def _colab_cell(args) -> int:
             raise CliError(f"{path}: not a notebook or a folder")
     if not notebooks:
         raise CliError("no notebooks found in " + ", ".join(args.paths))
-    changed = colab.add_setup_cells(notebooks, args.repository)
+    try:
+        changed = colab.add_setup_cells(notebooks, args.repo, args.source)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     print(f"setup cell: {len(changed)} notebook(s) changed, {len(notebooks) - len(changed)} already up to date")
     return 0
 
@@ -269,6 +317,38 @@ def _kernel(args) -> int:
     except ImportError:
         raise CliError("ipykernel is not installed: pip install 'hisparse-numba[lessons]'") from None
     print(f"installed kernelspec {scratch.KERNEL_NAME} in {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- hub-values
+
+def _hub_values_args(p):
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--repo", default=None, metavar="OWNER/NAME",
+                       help="images ghcr.io/<owner>/<name>-singleuser:cpu and :gpu (default: the repository "
+                            "in pyproject.toml: the file as it is)")
+    where.add_argument("--image", default=None, metavar="REGISTRY/PATH",
+                       help="any image name without a tag, e.g. registry.example.org/class/hisparse-numba")
+    p.add_argument("--values", default=None, metavar="FILE",
+                   help="the values to rewrite (default: deploy/hub/values.yaml of this checkout)")
+
+
+def _hub_values(args) -> int:
+    from pathlib import Path
+
+    from . import workshop
+
+    path = Path(args.values) if args.values else workshop.VALUES
+    if not path.is_file():
+        raise CliError(f"{path}: no such file; hub-values rewrites deploy/hub/values.yaml of a checkout "
+                       "(or pass --values FILE)")
+    try:
+        image = workshop.check_image(args.image) if args.image else workshop.singleuser_image(args.repo)
+        print(workshop.hub_values(path.read_text(), image), end="")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    print("# build and push the images from the checkout's root:\n#   "
+          + "\n#   ".join(workshop.build_commands(image)), file=sys.stderr)
     return 0
 
 
@@ -363,6 +443,8 @@ COMMANDS = {
     "lessons": ("list, run, check or copy the lesson notebooks; slides; Colab cells and badges",
                 _lessons_args, _lessons),
     "kernel": ("register the hisparse-numba Jupyter kernel", _kernel_args, _kernel),
+    "hub-values": ("the workshop hub's Helm values for your images (deploy/hub/values.yaml renamed)",
+                   _hub_values_args, _hub_values),
     "bench": ("GPU benchmarks with ratios to hardware ceilings measured in the same run",
               _bench_args, _bench),
     "explain": ("find the catalogue entry (cause, fix, lesson) for a pasted error message",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import re
 import sys
 import threading
@@ -46,18 +47,62 @@ _SHARED_DECL = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)?\.shared\s+(?:\
                           r"\.[bsuf](\d+)\s+[^\s\[]+\[(\d+)\]", re.M)
 
 
-def nvvm_missing() -> str | None:
-    """Why NVVM cannot be loaded here (the reason a compile-only check is skipped), or None."""
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
-    except ImportError:
-        return "cuda-pathfinder is missing, so NVVM cannot be found: pip install -e '.[ptx]' (or make test PTX=1)"
-    try:
-        load_nvidia_dynamic_lib("nvvm")
-    except Exception as exc:
-        return (f"NVVM is not installed ({type(exc).__name__}): pip install -e '.[ptx]' "
-                "(about 460 MB of CUDA wheels), or make test PTX=1")
-    return None
+PTX_FIX = ("pip install 'hisparse-numba[ptx]' (NVVM, NVRTC and libdevice as CUDA 13 wheels, about 460 MB; "
+           "in a checkout: make test PTX=1)")
+
+
+def _load_nvvm() -> str:
+    from cuda.pathfinder import load_nvidia_dynamic_lib
+
+    return load_nvidia_dynamic_lib("nvvm").abs_path
+
+
+def _load_nvrtc() -> str:
+    from cuda.pathfinder import load_nvidia_dynamic_lib
+
+    return load_nvidia_dynamic_lib("nvrtc").abs_path
+
+
+def _find_libdevice() -> str:
+    # numba-cuda's own search (conda, the NVVM wheel, CUDA_HOME, /usr/local/cuda), one piece only:
+    # its get_cuda_paths() would also load NVRTC and fail on it first
+    from numba.cuda.cuda_paths import _get_libdevice_path
+
+    path = _get_libdevice_path().info
+    if not path or not os.path.isfile(path):
+        raise FileNotFoundError("libdevice.10.bc not found in a conda environment, the NVVM wheel, "
+                                "CUDA_HOME or /usr/local/cuda")
+    return path
+
+
+def compile_toolchain() -> list[tuple[str, str | None, str]]:
+    """What compiling a kernel to PTX loads, found or not: ``(piece, path or None, why / error)``.
+
+    numba-cuda 0.30 needs all three: NVVM turns the kernel's LLVM IR into PTX, libdevice is the
+    math library NVVM links in, and NVRTC is asked which architectures may be compiled for before
+    every compile (``nvrtc.get_supported_ccs``). A system CUDA can carry NVVM without NVRTC.
+    """
+    found = []
+    for piece, find in (("NVVM (libnvvm)", _load_nvvm), ("NVRTC (libnvrtc)", _load_nvrtc),
+                        ("libdevice (libdevice.10.bc)", _find_libdevice)):
+        try:
+            found.append((piece, find(), ""))
+        except ImportError as exc:
+            found.append((piece, None, f"numba-cuda or cuda-pathfinder does not import ({exc})"))
+        except Exception as exc:  # each loader raises its own not-found error
+            first = (str(exc).splitlines() or [""])[0].split(": ")[0]
+            found.append((piece, None, f"{type(exc).__name__}: {first}"))
+    return found
+
+
+def compile_toolchain_missing() -> str | None:
+    """Why kernels cannot be compiled to PTX here (the reason a compile test is skipped), or None."""
+    missing = [(piece, error) for piece, path, error in compile_toolchain() if path is None]
+    if not missing:
+        return None
+    names = " and ".join(piece for piece, _ in missing)
+    them = "them" if len(missing) > 1 else "it"
+    return f"{names} not found; compiling kernels to PTX needs {them} ({missing[0][1][:160]}). Fix: {PTX_FIX}"
 
 
 def static_shared_bytes(ptx: str) -> int:

@@ -11,7 +11,7 @@ import os
 import platform
 from importlib import metadata
 
-from .compile_check import ARCHITECTURES, MIN_COMPUTE_CAPABILITY
+from .compile_check import ARCHITECTURES, MIN_COMPUTE_CAPABILITY, compile_toolchain, compile_toolchain_missing
 
 BACKEND_ENV = "HISPARSE_NUMBA_BACKEND"
 
@@ -105,7 +105,16 @@ def _versions(facts) -> list[str]:
     facts.append(("CUDA driver", f"{drv[0]}.{drv[1]}" if drv else "none"))
     lo = MIN_COMPUTE_CAPABILITY
     facts.append(("minimum GPU", f"compute capability {lo[0]}.{lo[1]} (sm_{lo[0]}{lo[1]})"))
+    facts.append(("PTX compile", _toolchain_fact()))
     return cupy
+
+
+def _toolchain_fact() -> str:
+    """Whether kernels compile here (a GPU, the compile-only check): NVVM, NVRTC, libdevice."""
+    missing = compile_toolchain_missing()
+    if missing:
+        return "no: " + missing
+    return "yes (" + ", ".join(f"{piece.split()[0]} {path}" for piece, path, _ in compile_toolchain()) + ")"
 
 
 def _gather(device, facts, problems) -> None:
@@ -135,6 +144,11 @@ def _gather(device, facts, problems) -> None:
                          f"unset {BACKEND_ENV} to run them (auto)"))
 
     if device.backend() == "cuda":
+        missing = compile_toolchain_missing()
+        if missing:
+            problems.append((f"the GPU cannot compile kernels: {missing.split('. Fix:')[0]}",
+                             f"pip install 'hisparse-numba[cuda{drv[0] if drv else 12}]' (NVVM, NVRTC and "
+                             "libdevice for the driver's CUDA major)"))
         cp = device.xp
         rt = cp.cuda.runtime
         v = rt.runtimeGetVersion()

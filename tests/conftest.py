@@ -20,6 +20,8 @@ import pytest
 
 from hisparse_numba import device
 
+from . import progress
+
 ON_GPU = device.backend() == "cuda"
 # sglang's sizes on a GPU; HISPARSE_NUMBA_TEST_SIZES=small keeps simulator sizes there too
 # (used under compute-sanitizer, which slows kernels down a hundredfold).
@@ -41,6 +43,7 @@ def slow_seconds(item) -> float:
 
 
 def pytest_configure(config):
+    progress.register(config)  # one line a phase while the suite starts (tests/progress.py)
     # pytest-xdist hands each process two tests at a time instead of a quarter of its share at
     # once, so that the long tests sorted first (``longest_first``) start at once on different
     # processes

@@ -1,5 +1,6 @@
 """Every kernel compiles for each supported GPU (sm_75 ... sm_90 PTX through NVVM), even on a CPU-only
-machine, and its shared memory fits that architecture. Needs NVVM (the ``ptx`` extra)."""
+machine, and its shared memory fits that architecture. Needs NVVM, NVRTC and libdevice (the ``ptx``
+extra); without one of them the compile tests are skipped, naming the missing piece."""
 
 import os
 import subprocess
@@ -9,11 +10,11 @@ import pytest
 
 from hisparse_numba import compile_check
 
-NVVM_MISSING = compile_check.nvvm_missing()
-needs_nvvm = pytest.mark.skipif(NVVM_MISSING is not None, reason=NVVM_MISSING or "")
+TOOLCHAIN_MISSING = compile_check.compile_toolchain_missing()
+needs_toolchain = pytest.mark.skipif(TOOLCHAIN_MISSING is not None, reason=TOOLCHAIN_MISSING or "")
 
 
-@needs_nvvm
+@needs_toolchain
 @pytest.mark.slow(seconds=120)   # every kernel for one architecture: about 2 min on one core
 @pytest.mark.parametrize("cc", list(compile_check.ARCHITECTURES), ids=compile_check.arch_name)
 def test_every_kernel_compiles_for(cc):
@@ -45,14 +46,69 @@ def test_a_bad_architecture_is_refused_in_one_line():
     assert out.returncode == 2 and "supported are sm_75" in out.stderr
 
 
-def test_without_nvvm_the_check_is_skipped_with_the_fix(monkeypatch):
-    import cuda.pathfinder
+LOADERS = {"NVVM": "_load_nvvm", "NVRTC": "_load_nvrtc", "libdevice": "_find_libdevice"}
+
+
+def _without(monkeypatch, *pieces):
+    """The toolchain as found, except ``pieces``, whose loaders raise as cuda-pathfinder does."""
+    def found(name):
+        return lambda: f"/somewhere/{name}"
 
     def not_found(name):
-        raise RuntimeError(f"lib{name} not found")
-    monkeypatch.setattr(cuda.pathfinder, "load_nvidia_dynamic_lib", not_found)
-    reason = compile_check.nvvm_missing()
-    assert "NVVM is not installed" in reason and "make test PTX=1" in reason and ".[ptx]" in reason
+        def load():
+            raise RuntimeError(f'Failure finding "{name}": No such file: {name}')
+        return load
+
+    for piece, loader in LOADERS.items():
+        monkeypatch.setattr(compile_check, loader, not_found(piece) if piece in pieces else found(piece))
+
+
+@pytest.mark.parametrize("piece", list(LOADERS))
+def test_each_missing_piece_is_named_in_the_skip_reason(monkeypatch, piece):
+    _without(monkeypatch, piece)
+    reason = compile_check.compile_toolchain_missing()
+    assert reason.startswith(piece) and "not found" in reason and f'Failure finding "{piece}"' in reason
+    assert [p for p in LOADERS if p != piece and p in reason.split(";")[0]] == []
+    assert "make test PTX=1" in reason and "pip install 'hisparse-numba[ptx]'" in reason
+
+
+def test_two_missing_pieces_are_both_named(monkeypatch):
+    _without(monkeypatch, "NVRTC", "libdevice")
+    assert compile_check.compile_toolchain_missing().startswith(
+        "NVRTC (libnvrtc) and libdevice (libdevice.10.bc) not found; compiling kernels to PTX needs them")
+
+
+def test_with_every_piece_nothing_is_missing(monkeypatch):
+    _without(monkeypatch)
+    assert compile_check.compile_toolchain_missing() is None
+    assert [path for _, path, _ in compile_check.compile_toolchain()] == \
+        ["/somewhere/NVVM", "/somewhere/NVRTC", "/somewhere/libdevice"]
+
+
+def test_nvrtc_missing_beside_a_system_nvvm_is_caught_by_the_real_loader(monkeypatch):
+    """The machine this skip was written for: cuda-pathfinder finds libnvvm but not libnvrtc."""
+    import cuda.pathfinder
+
+    real = cuda.pathfinder.load_nvidia_dynamic_lib
+
+    def no_nvrtc(name):
+        if name == "nvrtc":
+            raise cuda.pathfinder.DynamicLibNotFoundError('Failure finding "libnvrtc.so.13": No such file')
+        return real(name)
+    monkeypatch.setattr(cuda.pathfinder, "load_nvidia_dynamic_lib", no_nvrtc)
+    reason = compile_check.compile_toolchain_missing()
+    assert reason and "NVRTC (libnvrtc)" in reason and 'Failure finding "libnvrtc.so.13"' in reason
+
+
+def test_the_doctor_reports_the_toolchain(monkeypatch):
+    from hisparse_numba import doctor
+
+    _without(monkeypatch, "NVRTC")
+    facts = dict(doctor.gather()[0])
+    assert facts["PTX compile"].startswith("no: NVRTC (libnvrtc) not found")
+    _without(monkeypatch)
+    assert dict(doctor.gather()[0])["PTX compile"] == \
+        "yes (NVVM /somewhere/NVVM, NVRTC /somewhere/NVRTC, libdevice /somewhere/libdevice)"
 
 
 def test_long_compiles_print_a_heartbeat(capsys):

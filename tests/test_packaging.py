@@ -105,7 +105,7 @@ def test_make_test_installs_nvvm_only_when_asked():
         out = subprocess.run(["make", "-n", "-B", "test", *args], cwd=ROOT, capture_output=True, text=True,
                              env=env)
         assert out.returncode == 0, out.stderr
-        return next(l for l in out.stdout.splitlines() if "pip install" in l and "-e" in l)
+        return next(l for l in out.stdout.splitlines() if "pip_progress.py" in l and '-e ".[' in l)
 
     if shutil.which("make") is None:
         pytest.fail("make is not installed; the README's commands need it")
@@ -134,15 +134,20 @@ def _tracked_copy(dest: Path) -> Path:
     return dest
 
 
-@pytest.mark.slow
-def test_a_real_wheel_carries_the_lessons(tmp_path):
-    """pip wheel --no-deps on a clean copy, then ``lessons list`` from the unpacked wheel, away from
-    any lessons/ folder, finds every lesson (and the solutions travel with them)."""
+def _build_wheel(tmp_path: Path) -> Path:
+    """``pip wheel --no-deps`` of a clean copy of the checkout."""
     src = _tracked_copy(tmp_path / "src")
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
                           str(src)], capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
-    wheel = next((tmp_path / "dist").glob("hisparse_numba-*.whl"))
+    return next((tmp_path / "dist").glob("hisparse_numba-*.whl"))
+
+
+@pytest.mark.slow
+def test_a_real_wheel_carries_the_lessons(tmp_path):
+    """pip wheel --no-deps on a clean copy, then ``lessons list`` from the unpacked wheel, away from
+    any lessons/ folder, finds every lesson (and the solutions travel with them)."""
+    wheel = _build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     lessons = sorted(p.name for p in (ROOT / "lessons").glob("[0-9][0-9]-*.ipynb"))
     packaged = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("hisparse_numba/lessons/notebooks/")
@@ -166,3 +171,70 @@ def test_a_real_wheel_carries_the_lessons(tmp_path):
     assert listed.returncode == 0, listed.stdout + listed.stderr
     ids = [line.split()[0] for line in listed.stdout.splitlines() if re.match(r"^\d\d  ", line)]
     assert ids == [name[:2] for name in lessons]
+
+
+def _in_venv(venv: Path, *args, cwd: Path) -> subprocess.CompletedProcess:
+    """``hisparse-numba ARGS`` run by the fresh venv, away from the checkout (no PYTHONPATH)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "HISPARSE_NUMBA_BACKEND", "NUMBA_ENABLE_CUDASIM", "VIRTUAL_ENV")}
+    return subprocess.run([str(venv / "bin" / "hisparse-numba"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow(seconds=90)
+def test_a_plain_pip_install_lists_explains_and_names_the_lessons_extra(tmp_path):
+    """The wheel installed WITHOUT extras into a fresh venv (its own site-packages: numpy, numba and
+    numba-cuda come from the package index or pip's cache): listing, doctor, explain and copy work;
+    a command that needs the lessons extra says so in one line, exit status 2, no traceback."""
+    wheel = _build_wheel(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+                         capture_output=True, text=True, timeout=900)
+    assert pip.returncode == 0, pip.stdout[-3000:] + pip.stderr[-3000:]
+    assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
+    for module in ("nbformat", "nbclient", "ipykernel", "matplotlib"):
+        found = subprocess.run([str(venv / "bin" / "python"), "-c", f"import {module}"], capture_output=True)
+        assert found.returncode != 0, f"{module} is importable: the venv is not bare"
+    away = tmp_path / "away"
+    away.mkdir()
+
+    listed = _in_venv(venv, "lessons", "list", cwd=away)
+    lessons = sorted(p.name[:2] for p in (ROOT / "lessons").glob("[0-9][0-9]-*.ipynb"))
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert [l.split()[0] for l in listed.stdout.splitlines() if re.match(r"^\d\d  ", l)] == lessons
+
+    doctor = _in_venv(venv, "doctor", cwd=away)
+    assert doctor.returncode == 0 and "backend       simulator" in doctor.stdout, doctor.stdout + doctor.stderr
+    assert "PTX compile" in doctor.stdout and "Traceback" not in doctor.stderr
+
+    explained = _in_venv(venv, "explain", "ValueError: hot_buffer_size (64) must be >= num_top_k (128)", cwd=away)
+    assert explained.returncode == 0 and "lesson: 09" in explained.stdout, explained.stdout + explained.stderr
+
+    copied = _in_venv(venv, "lessons", "copy", str(away / "mine"), cwd=away)
+    assert copied.returncode == 0 and len(list((away / "mine").glob("*.ipynb"))) == len(lessons), copied.stderr
+
+    for args, action in ((("lessons", "run", "00"), "lessons run"),
+                         (("lessons", "colab-cell", str(away / "mine")), "lessons colab-cell")):
+        refused = _in_venv(venv, *args, cwd=away)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+        line = refused.stderr.strip()
+        assert "\n" not in line and "Traceback" not in line, line
+        assert line.startswith(f"hisparse-numba: error: {action} needs the lessons extra (nbformat")
+        assert line.endswith(": pip install 'hisparse-numba[lessons]'"), line
+
+
+@pytest.mark.parametrize("argv, missing", [(["lessons", "run", "00"], "nbclient, ipykernel"),
+                                           (["lessons", "colab-cell", "lessons"], "nbformat")])
+def test_without_the_lessons_extra_a_command_says_so_in_one_line(monkeypatch, capsys, argv, missing):
+    import importlib.util
+
+    from hisparse_numba import cli
+
+    real = importlib.util.find_spec
+    gone = set(missing.split(", "))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (f"hisparse-numba: error: {' '.join(argv[:2])} needs the lessons extra ({missing} not "
+                   "installed): pip install 'hisparse-numba[lessons]'\n")

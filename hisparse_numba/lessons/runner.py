@@ -104,23 +104,23 @@ def default_lessons_dir() -> Path:
     return PACKAGED_LESSONS
 
 
-def notebook_title(nb) -> str:
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
+def notebook_title(nb: dict) -> str:
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            for line in source.splitlines():
                 if line.startswith("#"):
                     return re.sub(r"^\d+\s*[·.:-]\s*", "", line.lstrip("#").strip())
     return "(untitled)"
 
 
 def discover(lessons_dir: Path | None = None) -> list[Lesson]:
-    import nbformat
-
+    """The lessons in ``lessons_dir``, read as plain JSON: listing needs no lessons extra."""
     lessons_dir = Path(lessons_dir or default_lessons_dir())
     lessons = []
     for path in sorted(lessons_dir.glob("[0-9][0-9]-*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        meta = nb.metadata.get("hisparse", {})
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        meta = nb.get("metadata", {}).get("hisparse", {})
         lessons.append(Lesson(path.name.split("-", 1)[0], notebook_title(nb), path,
                               dict(meta) if isinstance(meta, dict) else {}))
     return lessons

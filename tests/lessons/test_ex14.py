@@ -3,13 +3,14 @@
 import matplotlib
 import pytest
 
-from hisparse_numba import device
+from hisparse_numba import compile_check, device
 from hisparse_numba.hisparse.single_step.examples import copy_problem  # noqa: F401
 from hisparse_numba.lessons import ex14
 
 from . import puzzle_kernels as k
 
 matplotlib.use("Agg")
+COMPILE_TOOLCHAIN_MISSING = compile_check.compile_toolchain_missing()
 
 
 def _verdict(capsys, ok, expected, words=()):
@@ -80,6 +81,7 @@ def test_miss_numbers_reference():
     assert rank.tolist() == [-1, 0, 1, -1, 2] and total.tolist() == [3]
 
 
+@pytest.mark.skipif(COMPILE_TOOLCHAIN_MISSING is not None, reason=COMPILE_TOOLCHAIN_MISSING or "")
 def test_right_answers_compile_for_the_gpu():
     """The puzzles' right answers (and the checkers' kernels around them) compile to PTX for sm_90."""
     import os
