@@ -49,7 +49,7 @@ from .. import device
 from ..checks import check_dtype, check_inner_contiguous, check_ndim, fail, row_stride
 from ..device import cuda
 from .spec_hash import KNUTH, MASK32, hash_insert_dev, hash_insert_reference
-from ..checks import check_int, check_mode, require_array
+from ..checks import check_int, check_mode, check_no_overlap, require_array
 from .spec_state_checks import initialize_value_checks
 
 MAX_OCCURRENCES = 8192  # compact entries keep the table position in 13 bits
@@ -286,6 +286,8 @@ def check_initialize(*, device_buffer_tokens, req_pool_indices, state, checks="f
         fail(f"device_buffer_tokens must have shape [>= {n}, >= {hot}], got shape {tuple(device_buffer_tokens.shape)}")
     check_ndim("req_pool_indices", req_pool_indices, 1, "[batch]")
     check_dtype("req_pool_indices", req_pool_indices, np.int64)
+    check_no_overlap({f"state.{f}": a for f, a in zip(state._fields, state)},   # (the state is written)
+                     {"device_buffer_tokens": device_buffer_tokens, "req_pool_indices": req_pool_indices})
     if checks == "full":
         initialize_value_checks(req_pool_indices, n, on_device=on_device)
     return InitializeCall(n, hot, device_buffer_tokens, req_pool_indices, state)
