@@ -186,19 +186,30 @@ def spec_mutations(call):
          must_reject=False)
     setv("item_size_bytes", "twice the item (the pools hold half as many)", lambda v: v * 2)
     setv("miss_count", "stale counts (fine)", lambda v: v + 100, must_reject=False)
-    out.append(alias("top_k_tokens", "top_k_device_locs"))
-    out.append(alias("device_buffer_tokens", "device_buffer_locs"))
-    out.append(Mutation("top_k_device_locs: a view into device_buffer_locs", "top_k_device_locs",
-                        _view_into("device_buffer_locs", "top_k_device_locs"), True))
-    out.append(Mutation("miss_dst: a view into state.scratch_state", "miss_dst",
-                        _view_into("state.scratch_state", "miss_dst"), True))
-    setv("top_k_tokens", "padded row's tokens at the int32 extremes (fine)",
-         lambda v: np.where(np.arange(BATCH)[:, None, None] >= 2, np.int32(-2 ** 31), v), must_reject=False)
-    out += wide_mutations(call, written=SPEC_WRITTEN, pools=("host_cache", "device_buffer"), bounds={
+    return out + _spec_aliases() + spec_wide_mutations(call)
+
+
+def _spec_aliases():
+    return [alias("top_k_tokens", "top_k_device_locs"), alias("device_buffer_tokens", "device_buffer_locs"),
+            Mutation("top_k_device_locs: a view into device_buffer_locs", "top_k_device_locs",
+                     _view_into("device_buffer_locs", "top_k_device_locs"), True),
+            Mutation("miss_dst: a view into state.scratch_state", "miss_dst",
+                     _view_into("state.scratch_state", "miss_dst"), True)]
+
+
+def spec_wide_mutations(call):
+    """``wide.py``'s mutations of a speculative call, with the bounds its values are checked
+    against, and the padded row's tokens at the int32 extremes."""
+    n, width = call["state"].scratch_locs.shape[0], call["host_cache_locs"].shape[1]
+    item = call["item_size_bytes"]
+    host_items, dev_items = call["host_cache"].nbytes // item, call["device_buffer"].nbytes // item
+    padded = value_mutation("top_k_tokens", "padded row's tokens at the int32 extremes (fine)",
+                            lambda v: np.where(np.arange(BATCH)[:, None, None] >= 2, np.int32(-2 ** 31), v),
+                            must_reject=False)
+    return [padded] + wide_mutations(call, written=SPEC_WRITTEN, pools=("host_cache", "device_buffer"), bounds={
         "req_pool_indices": (n,), "seq_lens": (width,), "top_k_tokens": (48, HOT),
         "host_cache_locs": (host_items,), "device_buffer_locs": (dev_items,),
         "state.scratch_locs": (dev_items,), "num_real_reqs": (BATCH,), "device_buffer_tokens": (HOT,)})
-    return out
 
 
 def _with(v, i, j, value):
