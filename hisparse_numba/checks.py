@@ -98,6 +98,8 @@ def check_inner_contiguous(name: str, a) -> None:
 def check_item_copy(item_size_bytes: int, *buffers, names=("host_cache", "device_buffer")) -> None:
     """The vectorised item copy moves 16-byte chunks: item size and bases must be 16-aligned. A
     host pool must also be one a kernel can be given (:func:`check_kernel_readable`)."""
+    for name, buf in zip(names, buffers):
+        check_plain_data(name, buf)
     if int(item_size_bytes) <= 0 or int(item_size_bytes) % ALIGN_BYTES:
         fail(ALIGNMENT_MESSAGE)
     for buf in buffers:
@@ -105,6 +107,13 @@ def check_item_copy(item_size_bytes: int, *buffers, names=("host_cache", "device
             fail(ALIGNMENT_MESSAGE)
     for name, buf in zip(names, buffers):
         check_kernel_readable(name, buf)
+
+
+def check_plain_data(name: str, a, prefix: str = "") -> None:
+    """A pool the kernels copy as bytes must hold bytes: any numeric dtype, not Python objects."""
+    if np.dtype(a.dtype).hasobject:
+        raise TypeError(f"{prefix}{name} must hold plain data (a numeric dtype: its bytes are copied), "
+                        f"got dtype {np.dtype(a.dtype).name}")
 
 
 def check_kernel_readable(name: str, a) -> None:
@@ -247,11 +256,30 @@ def _byte_span(a) -> tuple[int, int]:
     return lo, hi + np.dtype(a.dtype).itemsize
 
 
+def overlaps_itself(a) -> bool:
+    """Whether two elements of ``a`` may share memory (a zero stride from a broadcast, rows of an
+    ``as_strided`` view that overlap). Axes by growing stride: each must step past everything the
+    smaller ones span (conservative for interleaved layouts, exact for the others)."""
+    if any(int(n) == 0 for n in a.shape):
+        return False
+    extent = np.dtype(a.dtype).itemsize
+    for stride, n in sorted((abs(int(s)), int(n)) for n, s in zip(a.shape, a.strides) if int(n) > 1):
+        if stride < extent:
+            return True
+        extent += stride * (n - 1)
+    return False
+
+
 def check_no_overlap(written: dict, read: dict, prefix: str = "") -> None:
-    """No array the call writes (``written``, name -> array or None) shares a byte with another
-    argument (``written`` or ``read``; a name in both counts as written); arrays of ``read`` may
-    share with each other. One address lookup per array, then a sweep over the spans sorted by
-    address."""
+    """No array the call writes (``written``, name -> array or None) overlaps itself or shares a
+    byte with another argument (``written`` or ``read``; a name in both counts as written); arrays
+    of ``read`` may share with each other. One address lookup per array, then a sweep over the
+    spans sorted by address."""
+    for name, a in written.items():
+        if a is not None and overlaps_itself(a):
+            fail(f"{prefix}{name} overlaps itself (shape {tuple(a.shape)}, strides {tuple(a.strides)} "
+                 "bytes): the call writes it, so its elements must not share memory (a broadcast or "
+                 "an as_strided view with overlapping rows); pass an array of its own")
     spans = []
     for is_written, group in ((True, written), (False, read)):
         for name, a in group.items():

@@ -27,6 +27,7 @@ examples:
   hisparse-numba hub-values --repo me/fork   the hub's Helm values for your images
   hisparse-numba bench swap-in               GPU benchmark (needs a CUDA GPU)
   hisparse-numba explain "hot_buffer_size must be >= num_top_k"
+  python run.py 2>&1 | hisparse-numba explain -   explain the traceback a script ends with
 """
 
 BENCHMARKS = {
@@ -397,15 +398,33 @@ def _bench(args) -> int:
 # ---------------------------------------------------------------- explain
 
 def _explain_args(p):
-    p.add_argument("message", nargs="+", help="the error message (quote it, or paste a whole traceback)")
+    p.add_argument("message", nargs="*",
+                   help="the error message in quotes (a whole traceback is fine); - reads it from "
+                        "standard input")
+    p.add_argument("-f", "--file", default=None, metavar="PATH",
+                   help="read the message from a file (a saved traceback or log)")
+
+
+def _explain_message(args) -> str:
+    """The pasted text: the arguments, standard input (``-``) or a file (``--file``)."""
+    if args.file is not None:
+        if args.message:
+            raise CliError("give the message or --file, not both")
+        try:
+            with open(args.file, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError as exc:
+            raise CliError(f"--file {args.file}: {exc.strerror or exc}") from None
+    if args.message == ["-"]:
+        return sys.stdin.read()
+    return " ".join(args.message)
 
 
 def _explain(args) -> int:
     from . import errors
 
-    message = " ".join(args.message)
-    text, status = errors.explain_report(message)
-    print(text)
+    text, status = errors.explain_report(_explain_message(args))
+    print(text, file=sys.stderr if status == 2 else sys.stdout)
     return status
 
 

@@ -184,3 +184,47 @@ def test_no_broken_pipe_when_piped_into_head():
                          timeout=600)
     assert "BrokenPipeError" not in out.stderr and "Traceback" not in out.stderr
     assert len(out.stdout.splitlines()) == 2
+
+
+# ---------------------------------------------------------------------------------------------- explain
+
+TRACEBACK = ("Traceback (most recent call last):\n  File \"run.py\", line 3, in <module>\n"
+             "ValueError: hot_buffer_size (4) must be >= num_top_k (6)\n")
+
+
+@pytest.mark.parametrize("argv", [["explain"], ["explain", ""], ["explain", "  "]])
+def test_explain_without_a_message_says_how_to_paste_one(argv, capsys):
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("Nothing to explain: the message is empty")
+    assert "explain -" in captured.err and "--file" in captured.err
+
+
+def test_explain_reads_standard_input_after_a_dash(monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(TRACEBACK))
+    assert cli.main(["explain", "-"]) == 0
+    assert capsys.readouterr().out.startswith("hot_buffer_size ({hot_buffer_size}) must be >= num_top_k")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert cli.main(["explain", "-"]) == 2
+
+
+def test_explain_reads_a_file(tmp_path, capsys):
+    log = tmp_path / "traceback.txt"
+    log.write_text(TRACEBACK)
+    assert cli.main(["explain", "--file", str(log)]) == 0
+    assert capsys.readouterr().out.startswith("hot_buffer_size ({hot_buffer_size})")
+    assert cli.main(["explain", "-f", str(tmp_path / "missing.txt")]) == 2
+    assert "missing.txt" in capsys.readouterr().err
+    assert cli.main(["explain", "--file", str(log), "more words"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_explain_a_cuda_failure_from_a_pipe():
+    result = _run("explain", "-", input="RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                                        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("an illegal memory access was encountered")
+    assert "HISPARSE_NUMBA_BACKEND=simulator" in result.stdout

@@ -123,15 +123,16 @@ def lesson_file(lesson_id: str):
 @pytest.mark.parametrize("entry", errors.CATALOGUE, ids=[e.pattern[:60] for e in errors.CATALOGUE])
 def test_every_entry_has_a_lesson_and_an_origin(entry):
     assert lesson_file(entry.lesson), f"lesson {entry.lesson} does not exist for {entry.pattern!r}"
-    assert entry.origin in (errors.SGLANG, errors.OURS, errors.NUMBA)
+    assert entry.origin in (errors.SGLANG, errors.OURS, errors.NUMBA, errors.CUDA)
     assert entry.cause and entry.fix
 
 
 def test_every_entry_is_raised_somewhere():
-    """No stale entries: each pattern matches a raise site (numba's warning is numba's own)."""
+    """No stale entries: each pattern matches a raise site (numba's warning is numba's own, the
+    CUDA failures the GPU's)."""
     texts = [m for _, m in MESSAGES]
     for entry in errors.CATALOGUE:
-        if entry.origin == errors.NUMBA:
+        if entry.origin in (errors.NUMBA, errors.CUDA):
             continue
         assert any(entry.regex().search(t) for t in texts), f"no raise site for {entry.pattern!r}"
 
@@ -367,3 +368,90 @@ def test_lesson_ids_are_the_lessons():
     assert ids <= {f"{i:02d}" for i in range(14)} | {"16"}
     for lesson in ids:
         assert lesson_file(lesson), lesson
+
+
+# ---------------------------------------------------------------------------------------------- CUDA failures
+
+ILLEGAL, MISALIGNED, LAUNCH_FAILED = ("an illegal memory access was encountered", "misaligned address",
+                                      "unspecified launch failure")
+TORCH_TAIL = ("\nCUDA kernel errors might be asynchronously reported at some other API call, so the "
+              "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+              "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+CUDA_FAILURES = [
+    # (pasted text: how CUDA, CuPy, Numba, PyTorch, compute-sanitizer or the simulator print it, entry)
+    ("CUDA error: an illegal memory access was encountered", ILLEGAL),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered" + TORCH_TAIL, ILLEGAL),
+    ("CUDA_ERROR_ILLEGAL_ADDRESS", ILLEGAL),
+    ("numba.cuda.cudadrv.driver.CudaAPIError: [700] Call to cuMemcpyDtoH results in CUDA_ERROR_ILLEGAL_ADDRESS",
+     ILLEGAL),
+    ("CudaAPIError: [CUresult.CUDA_ERROR_ILLEGAL_ADDRESS] Call to cuCtxSynchronize results in "
+     "CUDA_ERROR_ILLEGAL_ADDRESS", ILLEGAL),
+    ("cudaErrorIllegalAddress", ILLEGAL),
+    ("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorIllegalAddress: an illegal memory access "
+     "was encountered", ILLEGAL),
+    ("========= Invalid __global__ write of size 4 bytes\n=========     at 0x70 in gather_kernel\n"
+     "=========     by thread (64,0,0) in block (0,0,0)\n=========     Address 0x7f4e0c000400 is out of bounds",
+     ILLEGAL),
+    ("IndexError: tid=[64, 0, 0] ctaid=[0, 0, 0]: index 64 is out of bounds for axis 0 with size 64", ILLEGAL),
+    ("CUDA error: misaligned address", MISALIGNED),
+    ("RuntimeError: CUDA error: misaligned address" + TORCH_TAIL, MISALIGNED),
+    ("CUDA_ERROR_MISALIGNED_ADDRESS", MISALIGNED),
+    ("CudaAPIError: [716] Call to cuMemcpyDtoH results in CUDA_ERROR_MISALIGNED_ADDRESS", MISALIGNED),
+    ("cudaErrorMisalignedAddress: misaligned address", MISALIGNED),
+    ("========= Invalid __global__ read of size 16 bytes\n=========     Address 0x7f4e0c000408 is misaligned",
+     MISALIGNED),
+    ("CUDA error: unspecified launch failure", LAUNCH_FAILED),
+    ("RuntimeError: CUDA error: unspecified launch failure" + TORCH_TAIL, LAUNCH_FAILED),
+    ("CUDA_ERROR_LAUNCH_FAILED", LAUNCH_FAILED),
+    ("CudaAPIError: [719] Call to cuCtxSynchronize results in CUDA_ERROR_LAUNCH_FAILED", LAUNCH_FAILED),
+    ("cudaErrorLaunchFailure: unspecified launch failure", LAUNCH_FAILED),
+]
+
+
+@pytest.mark.parametrize("pasted,pattern", CUDA_FAILURES, ids=[p[:50] for p, _ in CUDA_FAILURES])
+def test_a_cuda_failure_finds_its_entry_not_a_guess(pasted, pattern):
+    matches = errors.explain(pasted)
+    assert matches and matches[0].pattern == pattern, (pasted, [e.pattern for e in matches])
+    text, status = errors.explain_report(pasted)
+    assert status == 0 and "did you mean" not in text
+
+
+def test_cuda_failures_name_the_lessons_whose_bug_produces_them():
+    illegal, misaligned, failed = (errors.explain(p)[0] for p in (ILLEGAL, MISALIGNED, LAUNCH_FAILED))
+    # an out-of-bounds write or read: the undersized plans (01, 08, 13), verify_capacity (02), the
+    # plan dtypes (05), the hot buffer (09), a pageable host tensor in sglang (11), SWA slots (12);
+    # lesson 00 reads the simulator's tid/ctaid
+    assert illegal.lessons == ("00", "01", "02", "05", "08", "09", "11", "12", "13")
+    assert misaligned.lessons == ("10",)
+    assert set(failed.lessons) == set(illegal.lessons) | {"10"}
+    for entry in (illegal, misaligned, failed):
+        assert entry.origin == errors.CUDA
+        assert "compute-sanitizer --tool memcheck" in entry.fix and "CUDA_LAUNCH_BLOCKING=1" in entry.fix
+        assert "also printed as: CUDA_ERROR_" in entry.render()
+    for entry in (illegal, failed):
+        assert "HISPARSE_NUMBA_BACKEND=simulator" in entry.fix and "tid=" in entry.fix
+
+
+def test_each_lesson_that_names_a_cuda_fault_is_among_its_entrys_lessons():
+    """A lesson that says its bug ends in an illegal-address (or misaligned-address) error on a GPU
+    is listed by that entry."""
+    import json
+    import re
+
+    illegal, misaligned = errors.explain(ILLEGAL)[0], errors.explain(MISALIGNED)[0]
+    for path in sorted(LESSONS.glob("[0-9][0-9]-*.ipynb")):
+        text = " ".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
+        text = re.sub(r"\s+", " ", text.lower())
+        if "illegal-address" in text or "illegal memory access" in text or "illegal address" in text:
+            assert path.name[:2] in illegal.lessons, path.name
+        if "misaligned address" in text:
+            assert path.name[:2] in misaligned.lessons, path.name
+
+
+@pytest.mark.parametrize("pasted", ["", "   ", "\n\t\n"])
+def test_an_empty_paste_says_nothing_was_pasted_and_how_to_paste(pasted):
+    text, status = errors.explain_report(pasted)
+    assert status == 2
+    assert "No catalogue entry" not in text and "did you mean" not in text
+    assert text.startswith("Nothing to explain: the message is empty")
+    assert 'explain "' in text and "explain -" in text and "--file" in text

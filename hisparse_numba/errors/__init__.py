@@ -12,7 +12,9 @@ entry names a lesson that exists.
 
 ``origin`` says whose text it is: ``"sglang"`` when sglang raises the same text, ``"numba"``
 for Numba's own warning, ``"hisparse-numba"`` for the checks this project adds where sglang
-checks nothing and a mistake corrupts memory or state silently.
+checks nothing and a mistake corrupts memory or state silently, ``"cuda"`` for the GPU's own
+failures (an illegal or misaligned address, an unspecified launch failure) that a kernel bug ends
+in: their entries name the lessons whose bug produces them and how to find the faulting thread.
 
 Lessons 00-13 and 16 each teach one error (``lesson``); ``also`` names further lessons where the
 same error matters (lesson 14, the kernel puzzles, teaches no error of its own).
@@ -20,8 +22,8 @@ same error matters (lesson 14, the kernel puzzles, teaches no error of its own).
 The package, one concern a module:
 
 * ``entry``: what an entry is (``Entry``) and how it prints;
-* ``swap_in_entries`` and ``plan_entries``: the entries themselves (swap-in arguments, memory and
-  backend; miss plans and kv-canary);
+* ``swap_in_entries``, ``plan_entries`` and ``cuda_entries``: the entries themselves (swap-in
+  arguments, memory and backend; miss plans and kv-canary; the CUDA failures);
 * ``catalogue``: ``CATALOGUE``, with sglang's other texts (``VARIANTS``) and further lessons
   (``ALSO``) attached;
 * ``text``: one spelling for a message or a pattern (whitespace, prefixes, tracebacks);
@@ -29,10 +31,10 @@ The package, one concern a module:
 """
 
 from .catalogue import ALSO, CATALOGUE, VARIANTS
-from .entry import NUMBA, OURS, SGLANG, Entry
+from .entry import CUDA, NUMBA, OURS, SGLANG, Entry
 from .matching import entries_for_lesson, explain, explain_report, suggest
 
 __all__ = [
-    "ALSO", "CATALOGUE", "Entry", "NUMBA", "OURS", "SGLANG", "VARIANTS",
+    "ALSO", "CATALOGUE", "CUDA", "Entry", "NUMBA", "OURS", "SGLANG", "VARIANTS",
     "entries_for_lesson", "explain", "explain_report", "suggest",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import plan_entries, swap_in_entries
+from . import cuda_entries, plan_entries, swap_in_entries
 from .entry import Entry
 
 # sglang's other texts for the same mistakes, keyed by the start of the entry's pattern: the C++
@@ -75,10 +75,11 @@ ALSO: dict[str, tuple[str, ...]] = {
 def _attach(catalogue: list[Entry]) -> list[Entry]:
     out = []
     for entry in catalogue:
-        variants = tuple(v for k, vs in VARIANTS.items() if entry.pattern.startswith(k) for v in vs)
-        also = tuple(a for k, ls in ALSO.items() if entry.pattern.startswith(k) for a in ls)
+        variants = entry.variants + tuple(v for k, vs in VARIANTS.items() if entry.pattern.startswith(k)
+                                          for v in vs)
+        also = entry.also + tuple(a for k, ls in ALSO.items() if entry.pattern.startswith(k) for a in ls)
         out.append(replace(entry, variants=variants, also=also))
     return out
 
 
-CATALOGUE: list[Entry] = _attach(swap_in_entries.ENTRIES + plan_entries.ENTRIES)
+CATALOGUE: list[Entry] = _attach(swap_in_entries.ENTRIES + plan_entries.ENTRIES + cuda_entries.ENTRIES)

@@ -9,6 +9,7 @@ from .text import PLACEHOLDER, text_regex
 SGLANG = "sglang"
 OURS = "hisparse-numba"
 NUMBA = "numba"
+CUDA = "cuda"   # the CUDA runtime's or driver's error, as CUDA, CuPy, Numba or PyTorch print it
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class Entry:
     def render(self) -> str:
         lessons = ", ".join(self.lessons)
         runs = " ".join(self.lessons)
-        variants = "".join(f"\n  sglang also raises: {v}" for v in self.variants)
+        label = "also printed as" if self.origin == CUDA else "sglang also raises"
+        variants = "".join(f"\n  {label}: {v}" for v in self.variants)
         return (f"{self.pattern}\n  raised by: {self.origin}{variants}\n  cause: {self.cause}\n"
                 f"  fix: {self.fix}\n  lesson{'s' if self.also else ''}: {lessons} "
                 f"(hisparse-numba lessons run {runs})")

@@ -90,8 +90,18 @@ def suggest(message: str, n: int = 3) -> list[Entry]:
     return [CATALOGUE[i] for score, i in scored[:n] if score >= 0.3]
 
 
+NOTHING_PASTED = """\
+Nothing to explain: the message is empty. Paste the error in one of three ways:
+  hisparse-numba explain "ValueError: hot_buffer_size (4) must be >= num_top_k (6)"   (in quotes)
+  python my_script.py 2>&1 | hisparse-numba explain -                    (- reads standard input)
+  hisparse-numba explain --file traceback.txt                            (a saved traceback)"""
+
+
 def explain_report(message: str) -> tuple[str, int]:
-    """What ``hisparse-numba explain`` prints for ``message``, and its exit status."""
+    """What ``hisparse-numba explain`` prints for ``message``, and its exit status: 0 for a match,
+    1 for none, 2 for an empty message (then the text says how to paste one)."""
+    if not message.strip():
+        return NOTHING_PASTED, 2
     matches = explain(message)
     if matches:
         return "\n\n".join(entry.render() for entry in matches), 0

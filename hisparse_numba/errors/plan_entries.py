@@ -120,8 +120,9 @@ ENTRIES: list[Entry] = [
        "An expected-token pool without per-row valid lengths: stale tails of recycled rows would "
        "raise false token mismatches.",
        "Pass req_to_verify_expected_tokens_valid_lens ([bs] int64).", "12", SGLANG),
-    _e("kv-canary: {fn} swa_window_size must be >= 0, got {w}",
-       "A negative window.", "Use 0 (FULL group) or the model's positive window.", "12"),
+    _e("kv-canary: {fn} swa_window_size must be in [0, 2^62], got {w}",
+       "A negative window, or one so large that prefix_lens - swa_window_size overflows int64.",
+       "Use 0 (FULL group) or the model's positive window.", "12"),
     _e("kv-canary: {fn} req_to_token must have at least one column, got {got}",
        "An empty request-to-token table.", "Pass ReqToTokenPool.req_to_token ([max_reqs, max_seq_len] int32).", "12"),
     _e("kv-canary: {fn} full_to_swa_index_mapping must not be empty",
@@ -203,6 +204,10 @@ ENTRIES: list[Entry] = [
     _e("kv-canary: {fn} prefix_lens[{r}]={v} exceeds req_to_token's max_seq_len={n} (request row {rp})",
        "A prefix longer than the request's table row: verify entries would read past it.",
        "Pass the cached lengths of this batch (<= max_seq_len).", "12"),
+    _e("kv-canary: {fn} prefix_lens[{r}]={v} is below -2^62 (request row {rp}): prefix_lens - swa_window_size would overflow int64",
+       "A negative prefix is an empty range, but one this far below 0 wraps the SWA window's start "
+       "(prefix - window) to a huge positive position, which the plan kernels would read. sglang "
+       "does not check it.", "Pass the cached lengths of this batch (>= 0).", "12"),
     _e("kv-canary: {fn} extend_seq_lens[{r}]={v} with prefix_lens[{r2}]={p} runs past req_to_token's max_seq_len={n}",
        "prefix + extend does not fit the request's table row.", "Pass this step's extend lengths.", "12"),
     _e("kv-canary: {fn} req_to_verify_expected_tokens has {rows} rows, but req_pool_indices[{r}]={rp} needs row {row}",
@@ -224,10 +229,10 @@ ENTRIES: list[Entry] = [
     _e("kv-canary: out_cache_loc writes slot {s}, which a row of plan.write_seed_slot_indices reads as its seed in the same launch (a race)",
        "A slot written in this launch is also the slot a row reads its chain seed from.",
        "A seed is the slot of position prefix_len - 1: do not rewrite it in the same step.", "13"),
-    _e("kv-canary: plan.verify_slot_indices[{k}]={v} is outside canary_buf's slots [-{n}, {n2}) (a negative slot counts from the end)",
+    _e("kv-canary: plan.verify_slot_indices[{k}]={v} is outside canary_buf's slots [-{n}, {n2}) (a negative slot counts from the end; entries below plan.verify_num_valid[0]={m} are read)",
        "A verify slot past the canary buffer: verify would read out of bounds.",
        "Fill the VerifyPlan with the plan launcher; size the canary buffer to the KV pool.", "13"),
-    _e("kv-canary: plan.verify_prev_slot_indices[{k}]={v} is past canary_buf's {n} slots",
+    _e("kv-canary: plan.verify_prev_slot_indices[{k}]={v} is past canary_buf's {n} slots (entries below plan.verify_num_valid[0]={m} are read)",
        "A predecessor slot past the canary buffer.", "Fill the VerifyPlan with the plan launcher.", "13"),
     # speculative family: the device-side value checks (speculative/value_checks.py) and the state helpers
     _e("req_pool_indices[{b}] = {rid} is outside [0, {n}) (the state's request slots)",

@@ -67,6 +67,10 @@ ENTRIES: list[Entry] = [
        "A negative number of rows to replay.", "Set num_real_reqs[0] to the number of real rows.", "08"),
     _e("num_real_reqs must have at least one element",
        "An empty num_real_reqs array.", "Pass a [1] int32 device array.", "08"),
+    _e("num_blocks must be <= {limit} (CUDA's largest grid), got {num_blocks}",
+       "More blocks than a CUDA grid can have: the launch would fail inside the driver.",
+       "Use a few blocks (sglang's coordinator uses 4); the replay launches no more blocks than the "
+       "plan's entries can use anyway.", "09"),
     _e("num_blocks must be >= 1, got {num_blocks}",
        "A replay launched with no blocks (an invalid launch configuration on CUDA).",
        "Use num_blocks >= 1 (sglang's coordinator uses 4).", "09"),
@@ -101,6 +105,10 @@ ENTRIES: list[Entry] = [
        "Pad items to a multiple of 16 bytes (e.g. 592 for a 584-byte item), and allocate pools "
        "with device.host_cache_array / a fresh device array instead of slicing at odd offsets.",
        "10", SGLANG),
+    _e("{name} must hold plain data (a numeric dtype: its bytes are copied), got dtype {dtype}",
+       "A pool of Python objects (dtype object): it holds references, not the items' bytes, and "
+       "no kernel can read it.", "Pass a pool of a numeric dtype (uint8 bytes, or the KV dtype).",
+       "10"),
     _e("{name} holds {nbytes} bytes, but item {item} of {size} bytes needs {need}",
        "A location points past the end of the pool (or the pool is smaller than the item size "
        "times the rows used): the copy would read or write out of bounds.",
@@ -181,10 +189,16 @@ ENTRIES: list[Entry] = [
     _e("{name} has {n} rows, but {others} have {m} (the {role}); got {got}",
        "Arrays that describe the same batch (or the same request rows) disagree on their row count; "
        "the one named differs from the others.", "Pass the same rows to all of them.", "00"),
+    _e("{name} overlaps itself (shape {shape}, strides {strides} bytes): the call writes it, so its elements must not share memory (a broadcast or an as_strided view with overlapping rows); pass an array of its own",
+       "An output or state array whose elements share memory: a zero stride (broadcast_to, "
+       "expand) or rows of an as_strided view that overlap. Two threads writing different "
+       "elements would write the same bytes: a race, and a result that differs from the "
+       "reference's.", "Allocate the output (or state) array whole, or pass a contiguous copy.",
+       "07"),
     _e("{name} shares memory with {other}; the call writes {name2}, so it must be a buffer of its own",
        "An output passed as (or overlapping) another argument: the kernel would read what it "
        "has just written.", "Give every output its own buffer.", "00"),
-    _e("{pool} holds {n} bytes, but {entry} = {value} needs item {item} of {size} bytes",
+    _e("{pool} holds {n} bytes, but {entry} = {value} needs item {item} of item_size_bytes = {size}",
        "An index past the end of the host or device pool: the copy would read or write outside it.",
        "Index only items of the pool (or allocate the pool for every row the tables name).", "00"),
     _e("req_pool_indices maps batch rows {a} and {b} to request row {rid}; each real batch row must own its request row (a long-path row updates its tags and LRU)",
@@ -209,11 +223,11 @@ ENTRIES: list[Entry] = [
     _e("req_pool_indices[{b}] = {rid} is outside [0, {requests}) (rows of device_buffer_tokens)",
        "A batch row names a request-pool row that the slot tables do not have.",
        "Pass request-pool rows in [0, requests).", "00"),
-    _e("top_k_tokens row {b} (fast path, seq_len {n}) selects positions {bad} >= seq_len; the fast path reads device_buffer_locs[rid, position] unchecked",
+    _e("top_k_tokens row {b} (fast path, seq_lens[{b2}] = {n}) selects positions {bad} >= seq_len; the fast path reads device_buffer_locs[rid, position] unchecked",
        "On the fast path (seq_len <= H) position p lives in slot p; a position past the sequence "
        "reads a slot that holds no token of this request.",
        "Select only positions < seq_len (or -1 for an empty lane).", "00"),
-    _e("top_k_tokens row {b} (long path, seq_len {n} > hot_buffer_size {h}) holds positions {bad} outside [0, seq_len): every lane of a long-path row must be a valid position",
+    _e("top_k_tokens row {b} (long path, seq_lens[{b2}] = {n} > hot_buffer_size {h}) holds positions {bad} outside [0, seq_len): every lane of a long-path row must be a valid position",
        "A -1 or out-of-range lane on the long path. sglang counts such a lane as a miss without "
        "assigning it: phantom copies into unassigned slots and stale outputs "
        "(docs/single-step-swap-in.md#what-sglang-leaves-unchecked).",
@@ -249,7 +263,7 @@ ENTRIES: list[Entry] = [
        "Replay the plan that the swap-in recorded, with the same num_real_reqs.", "08"),
     _e("miss_count must have shape [>= num_real_reqs ({n})].",
        "miss_count has fewer entries than num_real_reqs.", "Replay the recorded plan unchanged.", "08"),
-    _e("miss_count[{r}] = {count} is outside [0, {cols}] (the plan's columns)",
+    _e("miss_count[{r}] = {count} is outside [0, {cols}] (the plan's columns; rows below num_real_reqs[0] = {n} are replayed)",
        "A stale or corrupted count: the replay would read past the plan row.",
        "Bound the replay with num_real_reqs (rows past it are stale) and record the plan in the same step.",
        "08"),

@@ -96,7 +96,7 @@ def raise_gather_flags(flags, call: GatherCall) -> None:
             if loc < 0:
                 fail("src_locs and dst_locs must be >= 0 (a -1 location has no item)")
             fail(f"{pool} holds {getattr(call, pool).nbytes} bytes, but {locs}[{i}] = {loc} needs "
-                 f"item {loc} of {item} bytes")
+                 f"item {loc} of item_size_bytes = {item}")
     if flags[DESTINATION_TWICE][0]:
         fail("dst_locs must be distinct: two items copied to one row race")
 

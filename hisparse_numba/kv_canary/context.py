@@ -32,8 +32,8 @@ import numpy as np
 
 from .. import device
 from ..arguments import derived_argument, int64_view
-from ..checks import (CANARY_PREFIX, check_array, check_flag, check_int, check_no_overlap, describe, fail,
-                      require_array)
+from ..checks import (CANARY_PREFIX, check_array, check_flag, check_int, check_no_overlap, check_plain_data,
+                      describe, fail, require_array)
 from ..device import cuda, xp
 from .hashing import (
     MAX_REAL_KV_SOURCES,
@@ -72,6 +72,7 @@ class RealKvSource:
 
     def __post_init__(self):
         require_array("RealKvSource.tensor", self.tensor, prefix=CANARY_PREFIX)
+        check_plain_data("RealKvSource.tensor", self.tensor, prefix=CANARY_PREFIX)
         check_int("RealKvSource.page_size", self.page_size, prefix=CANARY_PREFIX)
         check_int("RealKvSource.num_bytes_per_token", self.num_bytes_per_token, prefix=CANARY_PREFIX)
         check_int("RealKvSource.read_bytes", self.read_bytes, prefix=CANARY_PREFIX)

@@ -5,7 +5,8 @@ Host checks (types, scalars, shapes, dtypes, layouts) come first, sglang's in it
 per batch row with ``rp = req_pool_indices[r] != 0`` (0 marks a padding row, never read):
 
 0. ``0 <= rp < max_reqs`` (``req_to_token``'s rows);
-1. ``prefix_lens[r] <= max_seq_len`` (verify entries read positions ``< prefix_len``);
+1. ``-2^62 <= prefix_lens[r] <= max_seq_len`` (verify entries read positions ``< prefix_len``;
+   the lower bound keeps ``prefix_len - swa_window_size`` inside int64);
 2. ``extend_seq_lens[r] <= max_seq_len - max(prefix_lens[r], 0)`` (the sequence fits its row; it
    also bounds the write offsets' sums);
 3. with an expected-token pool, ``rp < pool.shape[0]``.
@@ -33,6 +34,11 @@ from .plan_types import VerifyPlan, WritePlan
 
 PLAN_BS_BLOCK_SIZE = 4096
 MAX_POSITION_OFFSET = 1 << 31  # |kv_token_id_vs_position_offset| (sglang uses 0 or 1)
+# prefix_lens - swa_window_size must not overflow int64: the window is at most 2^62 and a prefix
+# at least -2^62 (a negative prefix is an empty range; one further below 0 would wrap the window's
+# start to a huge positive position)
+MAX_SWA_WINDOW = 1 << 62
+MIN_PREFIX_LEN = -(1 << 62)
 
 
 class CanaryPlanCall(NamedTuple):
@@ -105,8 +111,8 @@ def canary_plan_host_checks(*, verify_plan_out, write_plan_out, req_pool_indices
     write_req_capacity = int(write_plan_out.write_seed_slot_indices.shape[0])
     if bs > write_req_capacity:
         fail(f"kv-canary: bs={bs} exceeds write_req_capacity={write_req_capacity}")
-    if window < 0:
-        fail(f"kv-canary: {fn} swa_window_size must be >= 0, got {swa_window_size}")
+    if window < 0 or window > MAX_SWA_WINDOW:
+        fail(f"kv-canary: {fn} swa_window_size must be in [0, 2^62], got {swa_window_size}")
     _check_vector(fn, "prefix_lens", prefix_lens, np.int64, bs, "req_pool_indices")
     _check_vector(fn, "extend_seq_lens", extend_seq_lens, np.int64, bs, "req_pool_indices")
     _check_matrix(fn, "req_to_token", req_to_token, np.int32)
@@ -195,7 +201,7 @@ def plan_value_verdict_reference(req_pool_indices, prefix_lens, extend_seq_lens,
     extend = np.asarray(extend_seq_lens, dtype=np.int64)
     active = rp != 0
     bad = [active & ((rp < 0) | (rp >= max_reqs)),
-           active & (prefix > max_seq_len),
+           active & ((prefix > max_seq_len) | (prefix < MIN_PREFIX_LEN)),
            active & (extend > max_seq_len - np.maximum(prefix, 0)),
            active & (pool_rows >= 0) & (rp >= pool_rows)]
     verdict = [(int(b.sum()), int(np.argmax(b)) if b.any() else -1) for b in bad]
@@ -212,7 +218,7 @@ def plan_value_check_dev(req_pool_indices, prefix_lens, extend_seq_lens, max_req
             prefix = prefix_lens[r]
             if rp < 0 or rp >= max_reqs:
                 flag_bad_dev(flags, REQ_OUT_OF_RANGE, r)
-            if prefix > max_seq_len:
+            if prefix > max_seq_len or prefix < MIN_PREFIX_LEN:
                 flag_bad_dev(flags, PREFIX_PAST_ROW, r)
             if extend_seq_lens[r] > max_seq_len - max(prefix, 0):
                 flag_bad_dev(flags, EXTEND_PAST_ROW, r)
@@ -272,13 +278,20 @@ def raise_plan_flags(verdict, call: CanaryPlanCall, fn: str = "launch_canary_pla
     raise_first(verdict, [   # one message per condition, given the first bad row r
         lambda r: (f"kv-canary: {fn} req_pool_indices[{r}]={element_at(rp, r)} is not a row of req_to_token "
                    f"(0 < rp < {max_reqs}; 0 marks a padding row)"),
-        lambda r: (f"kv-canary: {fn} prefix_lens[{r}]={element_at(prefix, r)} exceeds req_to_token's "
-                   f"max_seq_len={max_seq_len} (request row {element_at(rp, r)})"),
+        lambda r: _prefix_message(fn, r, element_at(prefix, r), element_at(rp, r), max_seq_len),
         lambda r: (f"kv-canary: {fn} extend_seq_lens[{r}]={element_at(extend, r)} with prefix_lens[{r}]="
                    f"{element_at(prefix, r)} runs past req_to_token's max_seq_len={max_seq_len}"),
         lambda r: (f"kv-canary: {fn} req_to_verify_expected_tokens has {pool_rows} rows, but "
                    f"req_pool_indices[{r}]={element_at(rp, r)} needs row {element_at(rp, r)}"),
     ])
+
+
+def _prefix_message(fn, r, value, rp, max_seq_len) -> str:
+    if value > max_seq_len:
+        return (f"kv-canary: {fn} prefix_lens[{r}]={value} exceeds req_to_token's max_seq_len={max_seq_len} "
+                f"(request row {rp})")
+    return (f"kv-canary: {fn} prefix_lens[{r}]={value} is below -2^62 (request row {rp}): "
+            "prefix_lens - swa_window_size would overflow int64")
 
 
 def _check_vector(fn, name, a, dtype, length=None, length_of=None):

@@ -157,7 +157,9 @@ def raise_verify_flags(verdict, call: CanaryVerifyCall) -> None:
 
     raise_first(verdict, [   # one message per condition, given the first bad entry k
         lambda k: (f"kv-canary: plan.verify_slot_indices[{k}]={element_at(plan.verify_slot_indices, k)} is outside "
-                   f"canary_buf's slots [-{num_slots}, {num_slots}) (a negative slot counts from the end)"),
+                   f"canary_buf's slots [-{num_slots}, {num_slots}) (a negative slot counts from the end; "
+                   f"entries below plan.verify_num_valid[0]={element_at(plan.verify_num_valid, 0)} are read)"),
         lambda k: (f"kv-canary: plan.verify_prev_slot_indices[{k}]={element_at(plan.verify_prev_slot_indices, k)} "
-                   f"is past canary_buf's {num_slots} slots"),
+                   f"is past canary_buf's {num_slots} slots (entries below plan.verify_num_valid[0]="
+                   f"{element_at(plan.verify_num_valid, 0)} are read)"),
     ])

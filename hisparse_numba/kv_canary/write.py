@@ -104,8 +104,9 @@ def launch_canary_write_kernel_reference(*, context: VerifyOrWriteContext, plan:
                 if bits:
                     rows.append([kind, slot, pos, tok, exp_tok, to_signed64(h), exp_pos, bits])
             if chain_assert:
-                if pos != last_pos + 1:
-                    rows.append([kind, slot, pos, tok, tok, to_signed64(h), last_pos + 1, _WRITE_POSITION])
+                want = to_signed64(last_pos + 1)    # int64 wraps, as on the device
+                if pos != want:
+                    rows.append([kind, slot, pos, tok, tok, to_signed64(h), want, _WRITE_POSITION])
                 last_pos = pos
             store_canary_row(buf, slot, tok, pos, to_signed64(h), to_signed64(rk))
             h = mix3(h, tok, pos)

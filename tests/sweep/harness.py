@@ -19,7 +19,13 @@ move it to the device, how to call it, and how to judge an accepted call. A muta
 device-side call in place and says which argument it touched and whether the input is documented as
 invalid (``must_reject``). Generic mutations (dtype, ndim, layout, axes, Python types, scalars) come
 from :func:`array_mutations` and :func:`scalar_mutations`; value mutations (out-of-range ids,
-duplicates, aliasing, corrupted state) are written per family.
+duplicates, aliasing, corrupted state) are written per family; ``wide.py`` adds, for every array of
+the call and every field of its state, plan and context objects, negative, zero and overlapping
+strides, aliasing between arguments, dtypes and values at and past each bound.
+
+The default run judges a seeded sample of each entry point's mutations (``EntryPoint.budget``,
+stratified by ``Mutation.group``); ``HISPARSE_NUMBA_SWEEP=full`` (or ``python -m
+tests.sweep.test_sweep --full``) judges every one.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import signal
 import traceback
 from collections import Counter
@@ -50,6 +57,7 @@ class Mutation:
     apply: Callable[[dict], None]       # changes the device-side call in place
     must_reject: bool = False           # documented invalid: accepting it is a finding
     names: tuple = ()                   # other words that count as naming the argument
+    group: str = "core"                 # core, layout, value or alias (wide.py): the sample's strata
 
 
 @dataclass
@@ -61,6 +69,7 @@ class EntryPoint:
     judge: Callable[[dict, dict, Any], str | None] | None = None
     # judge(host_call_before, device_call_after, result) -> None when right, else why it is wrong
     to_device: Callable[[dict], dict] | None = None
+    budget: int | None = None                      # mutated calls of the default (sampled) run
 
 
 @dataclass
@@ -125,8 +134,10 @@ def to_device_value(key, v):
 
 
 def to_host_value(v):
+    """A host copy of a call value for the reference: arrays C-contiguous (views, broadcasts and
+    aliases become buffers of their own, with the same values)."""
     if is_array(v):
-        return device.to_host(v)
+        return np.ascontiguousarray(device.to_host(v))
     if isinstance(v, tuple) and hasattr(v, "_fields"):
         return type(v)(*(to_host_value(x) for x in v))
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
@@ -162,13 +173,29 @@ def arrays_of(value, path=""):
 
 
 def raw_bytes(a: np.ndarray) -> np.ndarray:
+    if a.dtype == object:       # references, not bytes: compare what they refer to
+        return np.frombuffer(repr(a.tolist()).encode(), dtype=np.uint8)
     return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
 
 
+_ROOTS: dict = {}   # id(view) -> (view, root) for views whose .base does not lead to their buffer
+
+
+def keep_root(view, base):
+    """Record ``base`` as the buffer behind ``view`` (an ``as_strided`` view, whose ``base`` is not
+    an array), so that the byte snapshot compares the whole buffer; returns ``view``."""
+    _ROOTS[id(view)] = (view, root(base))
+    return view
+
+
 def root(a):
-    while getattr(a, "base", None) is not None and is_array(a.base):
-        a = a.base
-    return a
+    while True:
+        if id(a) in _ROOTS and _ROOTS[id(a)][0] is a:
+            a = _ROOTS[id(a)][1]
+        elif getattr(a, "base", None) is not None and is_array(a.base):
+            a = a.base
+        else:
+            return a
 
 
 def snapshot(call: dict) -> list:
@@ -201,6 +228,7 @@ def names_argument(message: str, mutation: Mutation) -> bool:
 def judge_call(entry: EntryPoint, host_call: dict, mutation: Mutation) -> tuple[str, str]:
     """Run one mutated call; return (outcome, detail). ``ok-*`` outcomes are not findings."""
     to_dev = entry.to_device or default_to_device
+    _ROOTS.clear()
     call = to_dev(host_call)
     try:
         mutation.apply(call)
@@ -243,11 +271,37 @@ def judge_call(entry: EntryPoint, host_call: dict, mutation: Mutation) -> tuple[
     return ("wrong", why) if why else ("ok-accepted", "")
 
 
-def sweep(entry: EntryPoint, seed: int = 0) -> Report:
+def full_sweep() -> bool:
+    """``HISPARSE_NUMBA_SWEEP=full``: every mutation, not the default run's seeded sample."""
+    return os.environ.get("HISPARSE_NUMBA_SWEEP", "").lower() == "full"
+
+
+def sample(mutations: list, budget: int | None, seed: int = 0) -> list:
+    """A seeded sample of ``budget`` mutations, stratified by group (each group's share follows
+    its size, and every group keeps at least a few), in the original order; all of them when
+    ``budget`` is None or not smaller."""
+    if budget is None or len(mutations) <= budget:
+        return list(mutations)
+    rng = np.random.default_rng(seed)
+    groups: dict = {}
+    for i, m in enumerate(mutations):
+        groups.setdefault(m.group, []).append(i)
+    keep = []
+    for indices in groups.values():
+        share = max(min(len(indices), 8), round(budget * len(indices) / len(mutations)))
+        keep += rng.choice(indices, size=min(share, len(indices)), replace=False).tolist()
+    return [mutations[i] for i in sorted(keep)]
+
+
+def sweep(entry: EntryPoint, seed: int = 0, full: bool | None = None) -> Report:
+    """Judge every mutation of ``entry`` (``full``, or ``HISPARSE_NUMBA_SWEEP=full``), else the
+    seeded sample of ``entry.budget`` of them."""
     rng = np.random.default_rng(seed)
     report = Report(entry.name)
     base = entry.build(rng)
-    for mutation in entry.mutations(base):
+    full = full_sweep() if full is None else full
+    mutations = entry.mutations(base)
+    for mutation in mutations if full else sample(mutations, entry.budget, seed):
         host_call = copy_call(base)
         outcome, detail = judge_call(entry, host_call, mutation)
         report.calls += 1
@@ -383,14 +437,16 @@ def array_mutations(path: str, a: np.ndarray, *, dtypes: tuple = (), optional: b
 
 
 def scalar_mutations(path: str, value, *, low=None, high=None, optional: bool = False,
-                     names: tuple = ()) -> list[Mutation]:
+                     names: tuple = (), extremes: bool = False) -> list[Mutation]:
     """Bad Python scalars: floats (even integral-looking ones), inf, NaN, strings, bools, None,
-    values outside ``[low, high]``. An integer in range of another integer type is fine (judged)."""
+    values outside ``[low, high]``. An integer in range of another integer type is fine (judged).
+    ``extremes``: also the int32 and int64 extremes, judged unless outside ``[low, high]`` (not for
+    allocators: a size of 2^31 would allocate it)."""
     out = []
 
-    def m(name, new, must_reject=True):
+    def m(name, new, must_reject=True, group="core"):
         out.append(Mutation(f"{path}: {name}", path, lambda call, new=new: put(call, path, new),
-                            must_reject, names))
+                            must_reject, names, group))
 
     v = int(value)
     m("float with a fraction", v + 0.5)
@@ -409,6 +465,8 @@ def scalar_mutations(path: str, value, *, low=None, high=None, optional: bool = 
     if high is not None:
         m(f"above {high}", int(high) + 1)
         m("huge", 2**62)
+    for x in (2**31 - 1, 2**31, 2**63 - 1, -2**63) if extremes else ():
+        m(f"int extreme {x}", x, (low is not None and x < low) or (high is not None and x > high), "value")
     return out
 
 

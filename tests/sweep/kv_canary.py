@@ -31,6 +31,7 @@ from hisparse_numba.kv_canary.examples import allocate_plans, plan_problem, real
 
 from .harness import (EntryPoint, Mutation, alias, array_mutations, arrays_of, compare_calls, put,
                       reference_judge, scalar_mutations, value_mutation)
+from .wide import wide_mutations
 
 MAX_REQS, MAX_SEQ_LEN = 4, 8
 NUM_SLOTS = MAX_REQS * MAX_SEQ_LEN  # the linear req_to_token names slots 0..31
@@ -90,9 +91,9 @@ def plan_mutations(call):
         for field, a in call[plan].arrays().items():
             out += array_mutations(f"{plan}.{field}", a, dtypes=(a.dtype,), axes=a.shape[0] > 1,
                                    names=SGLANG_CAPACITY_TEXT if field == "write_seed_slot_indices" else ())
-    out += scalar_mutations("swa_window_size", call["swa_window_size"], low=0)
-    out += scalar_mutations("verify_capacity", call["verify_capacity"], low=24, high=24)
-    out += scalar_mutations("kv_token_id_vs_position_offset", 1, low=-2**31, high=2**31)
+    out += scalar_mutations("swa_window_size", call["swa_window_size"], low=0, extremes=True)
+    out += scalar_mutations("verify_capacity", call["verify_capacity"], low=24, high=24, extremes=True)
+    out += scalar_mutations("kv_token_id_vs_position_offset", 1, low=-2**31, high=2**31, extremes=True)
     out += [Mutation("verify_plan_out: a WritePlan", "verify_plan_out",
                      lambda c: put(c, "verify_plan_out", c["write_plan_out"]), True),
             Mutation("checks: 'none'", "checks", lambda c: put(c, "checks", "none"), True),
@@ -127,7 +128,16 @@ def plan_mutations(call):
         alias("verify_plan_out.verify_slot_indices", "verify_plan_out.verify_expected_tokens"),
         alias("prefix_lens", "write_plan_out.write_seed_slot_indices"),
         alias("prefix_lens", "extend_seq_lens", must_reject=False),
+        _set("extend_seq_lens", "garbage on a padding row (harmless)",
+             lambda v: np.where(call["req_pool_indices"] == 0, 2**62, v), must_reject=False),
+        _set("req_to_verify_expected_tokens_valid_lens", "garbage on a padding row (harmless)",
+             lambda v: np.where(call["req_pool_indices"] == 0, -2**63, v), must_reject=False),
     ]
+    written = [p for p, _ in arrays_of({k: call[k] for k in ("verify_plan_out", "write_plan_out")})]
+    out += wide_mutations(call, written=written, bounds={
+        "req_pool_indices": (MAX_REQS,), "prefix_lens": (MAX_SEQ_LEN,), "extend_seq_lens": (MAX_SEQ_LEN,),
+        "full_to_swa_index_mapping": (NUM_SLOTS,), "req_to_token": (NUM_SLOTS,),
+        "req_to_verify_expected_tokens_valid_lens": (MAX_SEQ_LEN,)})
     return out
 
 
@@ -186,8 +196,8 @@ def context_mutations(call):
                                names=("real_kv_sources",) if name == "canary_buf" else ())
     out += array_mutations("context.enable_chain_position_assert", ctx.enable_chain_position_assert,
                            dtypes=(np.int32,), optional=True, axes=False)
-    out += scalar_mutations("context.kernel_kind", ctx.kernel_kind)
-    out += scalar_mutations("context.real_kv_hash_mode", ctx.real_kv_hash_mode, low=0, high=2)
+    out += scalar_mutations("context.kernel_kind", ctx.kernel_kind, extremes=True)
+    out += scalar_mutations("context.real_kv_hash_mode", ctx.real_kv_hash_mode, low=0, high=2, extremes=True)
     src = ctx.real_kv_sources[0]
     short = RealKvSource(src.tensor[:-1], src.page_size, src.num_bytes_per_token, src.read_bytes)
     out += [
@@ -199,6 +209,12 @@ def context_mutations(call):
                  lambda c: put(c, "context.real_kv_sources", (src.tensor,)), True, ("real_kv_sources[0]",)),
         Mutation("context.real_kv_sources: a list (fine)", "context.real_kv_sources",
                  lambda c: put(c, "context.real_kv_sources", [src]), False),
+        Mutation("context.real_kv_sources: a source over canary_buf's own bytes", "context.real_kv_sources",
+                 lambda c: put(c, "context.real_kv_sources", (RealKvSource(c["context"].canary_buf, 2, 16, 16),)),
+                 True, ("canary_buf",)),
+        Mutation("context.real_kv_sources: a source over violation_ring's bytes", "context.real_kv_sources",
+                 lambda c: put(c, "context.real_kv_sources", (RealKvSource(c["context"].violation_ring, 4, 16, 16),)),
+                 True, ("violation_ring",)),
         Mutation("context.real_kv_sources: None", "context.real_kv_sources",
                  lambda c: put(c, "context.real_kv_sources", None), True),
         Mutation("context: not a context", "context", lambda c: put(c, "context", "ctx"), True),
@@ -216,6 +232,14 @@ def context_mutations(call):
         alias("context.violation_write_index", "context.enable_chain_position_assert"),
     ]
     return out
+
+
+def _context_wide(call, bounds):
+    """The wide mutations of a write or verify call: the context's state arrays are written."""
+    written = [f"context.{name}" for name in call["context"].state_arrays()]
+    ring = call["context"].violation_ring.shape[0]
+    return wide_mutations(call, written=written, bounds={
+        "context.violation_write_index": (ring,), **bounds})
 
 
 def _without_checks(reference):
@@ -284,6 +308,9 @@ def write_mutations(call):
         alias("context.violation_write_index", "plan.write_num_valid_reqs"),
         alias("input_ids", "expected_input_tokens", must_reject=False),
     ]
+    out += _context_wide(call, {"out_cache_loc": (NUM_SLOTS,), "plan.write_offsets": (loc.size,),
+                                "plan.write_seed_slot_indices": (NUM_SLOTS,),
+                                "plan.write_num_valid_reqs": (call["plan"].write_seed_slot_indices.size,)})
     return out
 
 
@@ -315,6 +342,10 @@ def verify_mutations(call):
         alias("context.violation_write_index", "plan.verify_num_valid"),
         alias("plan.verify_slot_indices", "plan.verify_prev_slot_indices", must_reject=False),
     ]
+    cap = call["plan"].verify_slot_indices.size
+    out += _context_wide(call, {"plan.verify_slot_indices": (NUM_SLOTS, -NUM_SLOTS),
+                                "plan.verify_prev_slot_indices": (NUM_SLOTS,),
+                                "plan.verify_num_valid": (cap,)})
     return out
 
 
@@ -355,6 +386,7 @@ def build_source(rng):
 
 def source_mutations(call):
     out = array_mutations("tensor", call["tensor"], layout=True, axes=True, any_shape=True, names=SOURCE_ROW_TEXT)
+    out += wide_mutations({"tensor": call["tensor"]}, written=(), pools=("tensor",))
     for m in out:  # a 1-D tensor has no rows, an empty one covers no slot: documented invalid
         if m.name.endswith(("flattened", "0-d", "axis 0 empty")):
             m.must_reject = True
@@ -371,11 +403,12 @@ def source_judge(host_call, device_call, result):
 
 ENTRY_POINTS = [
     EntryPoint("launch_canary_plan_kernels", build_plan, lambda c: launch_canary_plan_kernels(**c),
-               plan_mutations, reference_judge(_without_checks(launch_canary_plan_kernels_reference))),
+               plan_mutations, reference_judge(_without_checks(launch_canary_plan_kernels_reference)),
+               budget=220),
     EntryPoint("launch_canary_write_kernel", build_write, lambda c: launch_canary_write_kernel(**c),
-               write_mutations, _state_judge(launch_canary_write_kernel_reference)),
+               write_mutations, _state_judge(launch_canary_write_kernel_reference), budget=200),
     EntryPoint("launch_canary_verify_kernel", build_verify, lambda c: launch_canary_verify_kernel(**c),
-               verify_mutations, _state_judge(launch_canary_verify_kernel_reference)),
+               verify_mutations, _state_judge(launch_canary_verify_kernel_reference), budget=250),
     _allocator_entry("VerifyPlan.allocate", lambda rng: dict(verify_capacity=8),
                      lambda c: VerifyPlan.allocate(**c), _scalar_entry_mutations([("verify_capacity", 1, None)]),
                      lambda h, d, vp: _accepted(vp=vp)),

@@ -13,6 +13,9 @@ from hisparse_numba.hisparse.single_step.examples import make_swap_in_problem, p
 
 from .harness import (EntryPoint, Mutation, alias, array_mutations, put, reference_judge,
                       scalar_mutations, value_mutation)
+from .wide import wide_mutations
+
+POOLS = ("host_cache", "device_buffer")
 
 SWAP_IN_DTYPES = dict(top_k_tokens=(np.int32,), device_buffer_tokens=(np.int32,),
                       host_cache_locs=(np.int64,), device_buffer_locs=(np.int32,),
@@ -21,6 +24,7 @@ SWAP_IN_DTYPES = dict(top_k_tokens=(np.int32,), device_buffer_tokens=(np.int32,)
                       num_real_reqs=(np.int32,), miss_src=(np.int64,), miss_dst=(np.int32,),
                       miss_count=(np.int32,), host_cache=(), device_buffer=())
 PLAN = ("miss_src", "miss_dst", "miss_count")
+SWAP_IN_WRITTEN = ("top_k_device_locs", "device_buffer_tokens", "lru_slots", "device_buffer", *PLAN)
 # sglang's exact texts that do not name the argument (kept word for word on purpose)
 SGLANG_TEXTS = {"item_size_bytes": ("The pointers must be multiple of 16 bytes.",)}
 
@@ -57,7 +61,7 @@ def gather_mutations(call):
         out += array_mutations(name, call[name], dtypes=() if pool else (np.int64,),
                                layout=not pool, any_shape=pool)
     out += scalar_mutations("item_size_bytes", call["item_size_bytes"], low=16,
-                            names=SGLANG_TEXTS["item_size_bytes"])
+                            names=SGLANG_TEXTS["item_size_bytes"], extremes=True)
     out += checks_mutations()
     host_items, dev_items = _items(call, "host_cache"), _items(call, "device_buffer")
 
@@ -72,6 +76,8 @@ def gather_mutations(call):
     setv("dst_locs", "two copies into one row", lambda v: np.concatenate([v[:1], v[:-1]]))
     out.append(alias("src_locs", "dst_locs", must_reject=False))
     out.append(alias("host_cache", "device_buffer"))
+    out += wide_mutations(call, written=("device_buffer",), pools=POOLS,
+                          bounds={"src_locs": (host_items,), "dst_locs": (dev_items,)})
     return out
 
 
@@ -93,7 +99,8 @@ def swap_in_mutations(call):
                                layout=not pool, any_shape=pool)
     for name, low in (("item_size_bytes", 16), ("num_top_k", 1), ("hot_buffer_size", 1),
                       ("page_size", 1), ("block_size", 32)):
-        out += scalar_mutations(name, call[name], low=low, high=None, names=SGLANG_TEXTS.get(name, ()))
+        out += scalar_mutations(name, call[name], low=low, high=None, names=SGLANG_TEXTS.get(name, ()),
+                                extremes=True)
     out += scalar_mutations("skip_io", 0)[:5]
     requests = call["device_buffer_tokens"].shape[0]
     max_seq = call["host_cache_locs"].shape[1]
@@ -165,6 +172,16 @@ def swap_in_mutations(call):
          lambda v: np.where(np.arange(v.size) == 0, 2**31 - 1, v).astype(v.dtype))
     setv("req_pool_indices", "two fast rows share a request row",
          lambda v: np.concatenate([v[:1], v[1:2], v[1:2]]), must_reject=False)
+    padded = np.arange(call["top_k_tokens"].shape[0]) >= int(call["num_real_reqs"][0])
+    for name, garbage in (("req_pool_indices", -2**31), ("seq_lens", 2**31 - 1), ("top_k_tokens", -2**31),
+                          ("seq_lens", -1), ("req_pool_indices", requests)):
+        setv(name, f"padding rows {garbage} (fine)",
+             lambda v, garbage=garbage: np.where(padded.reshape((-1,) + (1,) * (v.ndim - 1)), garbage, v).astype(v.dtype),
+             must_reject=False)
+    out += wide_mutations(call, written=SWAP_IN_WRITTEN, pools=POOLS, bounds={
+        "req_pool_indices": (requests,), "seq_lens": (H, max_seq), "top_k_tokens": (H, int(lens[0])),
+        "host_cache_locs": (host_items,), "device_buffer_locs": (dev_items,), "lru_slots": (H,),
+        "num_real_reqs": (call["top_k_tokens"].shape[0],), "device_buffer_tokens": (H,)})
     return out
 
 
@@ -185,7 +202,7 @@ def planned_copy_mutations(call):
         pool = name in ("host_cache", "device_buffer")
         out += array_mutations(name, call[name], dtypes=dtypes, layout=not pool, any_shape=pool)
     for name, low in (("item_size_bytes", 16), ("num_blocks", 1), ("block_size", 32)):
-        out += scalar_mutations(name, call[name], low=low, names=SGLANG_TEXTS.get(name, ()))
+        out += scalar_mutations(name, call[name], low=low, names=SGLANG_TEXTS.get(name, ()), extremes=True)
     out += scalar_mutations("skip_io", 0)[:5]
     host_items, dev_items = _items(call, "host_cache"), _items(call, "device_buffer")
     width = call["miss_src"].shape[1]
@@ -222,6 +239,9 @@ def planned_copy_mutations(call):
                         lambda c: put(c, "device_buffer", c["miss_src"].view(np.uint8).reshape(-1)),
                         must_reject=True))
     out += checks_mutations()
+    out += wide_mutations(call, written=("device_buffer",), pools=POOLS, bounds={
+        "miss_src": (host_items,), "miss_dst": (dev_items,), "miss_count": (width,),
+        "num_real_reqs": (call["miss_src"].shape[0],)})
     return out
 
 
@@ -230,8 +250,8 @@ ENTRY_POINTS = [
                gather_mutations, judge_without_checks(gather_to_hot_buffer_reference)),
     EntryPoint("load_cache_to_device_buffer_mla", build_swap_in,
                lambda c: load_cache_to_device_buffer_mla(**c), swap_in_mutations,
-               judge_without_checks(load_cache_to_device_buffer_mla_reference)),
+               judge_without_checks(load_cache_to_device_buffer_mla_reference), budget=200),
     EntryPoint("copy_cache_planned_mla", build_planned_copy,
                lambda c: copy_cache_planned_mla(**c), planned_copy_mutations,
-               judge_without_checks(copy_cache_planned_mla_reference)),
+               judge_without_checks(copy_cache_planned_mla_reference), budget=130),
 ]

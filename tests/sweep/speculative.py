@@ -22,6 +22,7 @@ from hisparse_numba.hisparse.speculative import (check_speculative,
 
 from .harness import (EntryPoint, Mutation, alias, array_mutations, put, reference_judge,
                       scalar_mutations, value_mutation)
+from .wide import wide_mutations
 
 BATCH, STEPS, TOP_K, HOT, TAIL, CAP, WORDS = 3, 2, 8, 16, 4, 6, 2
 SPEC_DTYPES = dict(top_k_tokens=(np.int32,), device_buffer_tokens=(np.int32,),
@@ -32,6 +33,9 @@ SPEC_DTYPES = dict(top_k_tokens=(np.int32,), device_buffer_tokens=(np.int32,),
 STATE_DTYPES = dict(cache_index=(np.int64,), cache_policy=(np.int32,), scratch_locs=(np.int32,),
                     scratch_state=(np.int32,))
 PLAN = ("miss_src", "miss_dst", "miss_count")
+STATE = tuple(f"state.{f}" for f in STATE_DTYPES)
+SPEC_WRITTEN = ("top_k_device_locs", "device_buffer_tokens", "device_buffer_locs", "device_buffer", *PLAN,
+                *STATE)
 # sglang's exact texts that do not name the argument (kept word for word on purpose)
 SGLANG_TEXTS = {"item_size_bytes": ("The pointers must be multiple of 16 bytes.",),
                 "miss_src": ("miss_src, miss_dst, and miss_count must be provided together.",
@@ -76,7 +80,7 @@ def spec_mutations(call):
     out.append(Mutation("state: a plain tuple", "state",
                         lambda c: put(c, "state", tuple(c["state"])), True))
     out += scalar_mutations("item_size_bytes", call["item_size_bytes"], low=16, optional=True,
-                            names=SGLANG_TEXTS["item_size_bytes"])
+                            names=SGLANG_TEXTS["item_size_bytes"], extremes=True)
     out.append(Mutation("checks: unknown mode", "checks", lambda c: put(c, "checks", "none"), True))
     out.append(Mutation("checks: shapes (a valid call)", "checks",
                         lambda c: put(c, "checks", "shapes"), False))
@@ -182,13 +186,30 @@ def spec_mutations(call):
          must_reject=False)
     setv("item_size_bytes", "twice the item (the pools hold half as many)", lambda v: v * 2)
     setv("miss_count", "stale counts (fine)", lambda v: v + 100, must_reject=False)
-    out.append(alias("top_k_tokens", "top_k_device_locs"))
-    out.append(alias("device_buffer_tokens", "device_buffer_locs"))
-    out.append(Mutation("top_k_device_locs: a view into device_buffer_locs", "top_k_device_locs",
-                        _view_into("device_buffer_locs", "top_k_device_locs"), True))
-    out.append(Mutation("miss_dst: a view into state.scratch_state", "miss_dst",
-                        _view_into("state.scratch_state", "miss_dst"), True))
-    return out
+    return out + _spec_aliases() + spec_wide_mutations(call)
+
+
+def _spec_aliases():
+    return [alias("top_k_tokens", "top_k_device_locs"), alias("device_buffer_tokens", "device_buffer_locs"),
+            Mutation("top_k_device_locs: a view into device_buffer_locs", "top_k_device_locs",
+                     _view_into("device_buffer_locs", "top_k_device_locs"), True),
+            Mutation("miss_dst: a view into state.scratch_state", "miss_dst",
+                     _view_into("state.scratch_state", "miss_dst"), True)]
+
+
+def spec_wide_mutations(call):
+    """``wide.py``'s mutations of a speculative call, with the bounds its values are checked
+    against, and the padded row's tokens at the int32 extremes."""
+    n, width = call["state"].scratch_locs.shape[0], call["host_cache_locs"].shape[1]
+    item = call["item_size_bytes"]
+    host_items, dev_items = call["host_cache"].nbytes // item, call["device_buffer"].nbytes // item
+    padded = value_mutation("top_k_tokens", "padded row's tokens at the int32 extremes (fine)",
+                            lambda v: np.where(np.arange(BATCH)[:, None, None] >= 2, np.int32(-2 ** 31), v),
+                            must_reject=False)
+    return [padded] + wide_mutations(call, written=SPEC_WRITTEN, pools=("host_cache", "device_buffer"), bounds={
+        "req_pool_indices": (n,), "seq_lens": (width,), "top_k_tokens": (48, HOT),
+        "host_cache_locs": (host_items,), "device_buffer_locs": (dev_items,),
+        "state.scratch_locs": (dev_items,), "num_real_reqs": (BATCH,), "device_buffer_tokens": (HOT,)})
 
 
 def _with(v, i, j, value):
@@ -252,6 +273,8 @@ def initialize_mutations(call):
     setv("device_buffer_tokens", "negative and huge tokens (fine)",
          lambda v: np.where(np.arange(v.shape[1]) % 2 == 0, -7, 2 ** 31 - 1 - np.arange(v.shape[1])).astype(v.dtype)[None].repeat(v.shape[0], 0),
          must_reject=False)
+    out += wide_mutations(call, written=("state.cache_index", "state.cache_policy", "state.scratch_state"),
+                          bounds={"req_pool_indices": (n,), "device_buffer_tokens": (HOT,)})
     return out
 
 
@@ -363,10 +386,10 @@ def call_make_state(c):
 
 ENTRY_POINTS = [
     EntryPoint("load_cache_to_device_buffer_spec_mla", build_spec, call_spec, spec_mutations,
-               reference_judge(load_cache_to_device_buffer_spec_mla_reference)),
+               reference_judge(load_cache_to_device_buffer_spec_mla_reference), budget=220),
     EntryPoint("initialize_hisparse_spec_state", build_initialize,
                call_initialize, initialize_mutations,
-               reference_judge(initialize_hisparse_spec_state_reference)),
+               reference_judge(initialize_hisparse_spec_state_reference), budget=120),
     EntryPoint("make_hisparse_spec_state", build_make_state,
                call_make_state, make_state_mutations, judge_make_state),
     EntryPoint("alloc_miss_plan", build_alloc_plan, lambda c: alloc_miss_plan(**c),

@@ -66,12 +66,12 @@ def raise_swap_in_flags(flags, call: SwapInCall) -> None:
             fail(f"seq_lens[{b}] = {seq_len} is negative; a sequence length is >= 0")
         if seq_len <= H:
             lanes = t[:min(seq_len, K)]
-            fail(f"top_k_tokens row {b} (fast path, seq_len {seq_len}) selects positions "
+            fail(f"top_k_tokens row {b} (fast path, seq_lens[{b}] = {seq_len}) selects positions "
                  f"{lanes[lanes >= seq_len][:8].tolist()} >= seq_len; the fast path reads "
                  "device_buffer_locs[rid, position] unchecked")
         bad = t[(t < 0) | (t >= seq_len)]
         if bad.size:
-            fail(f"top_k_tokens row {b} (long path, seq_len {seq_len} > hot_buffer_size {H}) holds positions "
+            fail(f"top_k_tokens row {b} (long path, seq_lens[{b}] = {seq_len} > hot_buffer_size {H}) holds positions "
                  f"{bad[:8].tolist()} outside [0, seq_len): every lane of a long-path row must be a valid position")
         values, counts = np.unique(t, return_counts=True)
         fail(f"top_k_tokens row {b} (long path) holds duplicate positions {values[counts > 1][:8].tolist()}: "
@@ -98,7 +98,7 @@ def raise_swap_in_flags(flags, call: SwapInCall) -> None:
              "device-to-host backup")
     worst = int(np.argmax(src))
     fail(f"host_cache holds {call.host_cache.nbytes} bytes, but host_cache_locs[{rid}, {int(missed[worst])}] "
-         f"= {int(src[worst])} needs item {int(src[worst])} of {item} bytes (a miss of top_k_tokens row {b})")
+         f"= {int(src[worst])} needs item {int(src[worst])} of item_size_bytes = {item} (a miss of top_k_tokens row {b})")
 
 
 def _raise_hot_location(call: SwapInCall, rids) -> None:
@@ -115,7 +115,7 @@ def _raise_hot_location(call: SwapInCall, rids) -> None:
                      "row >= 0 (a miss is copied into it)")
             if loc >= device_items:
                 fail(f"device_buffer holds {call.device_buffer.nbytes} bytes, but device_buffer_locs[{rid}, {p}] "
-                     f"= {loc} needs item {loc} of {item} bytes")
+                     f"= {loc} needs item {loc} of item_size_bytes = {item}")
             if loc in owner:
                 fail(f"device_buffer_locs[{owner[loc][0]}, {owner[loc][1]}] and device_buffer_locs[{rid}, {p}] "
                      f"are both device row {loc}; every hot slot needs a device row of its own "

@@ -7,8 +7,9 @@ pools with :func:`copy_cache_planned_mla`: no hashing, no LRU, no tag updates. O
 ``r < num_real_reqs[0]`` are replayed (plan buffers are reused across batch sizes, so rows
 past the current batch hold stale entries).
 
-Launch geometry: ``num_blocks`` blocks of ``block_size`` threads form
-``T = num_blocks * block_size / 32`` groups of 32 lanes. The entries ``(r, m)`` in row-major
+Launch geometry: ``num_blocks`` blocks of ``block_size`` threads (fewer when their groups would
+outnumber the plan's entries, :func:`blocks_used`) form ``T = blocks * block_size / 32`` groups of
+32 lanes. The entries ``(r, m)`` in row-major
 order get a flat index ``g``; group ``w`` copies exactly the entries with ``g % T == w`` (a
 bijection: every entry is copied once), each item with ``itemcopy.copy_item_dev``.
 
@@ -27,8 +28,8 @@ from ...checks import launch_then_settle
 from ...device import cuda
 from ...value_flags import gate_closed_dev
 from ...itemcopy import copy_item_dev, item_rows
-from .planned_copy_checks import (NUM_REAL_VALUE, PlannedCopyCall, check_planned_copy,
-                                  planned_copy_flags_reference, raise_planned_copy_flags,
+from .planned_copy_checks import (NUM_REAL_VALUE, PlannedCopyCall, check_planned_copy, plan_columns,
+                                  plan_rows, planned_copy_flags_reference, raise_planned_copy_flags,
                                   settle_planned_copy)
 
 LANES = 32
@@ -78,12 +79,19 @@ def planned_copy_kernel(skip_io: bool):
     return kernel
 
 
+def blocks_used(call: PlannedCopyCall) -> int:
+    """``num_blocks``, or fewer when its groups outnumber the plan's entries (``rows * columns``):
+    the extra groups would only idle, and the copies do not depend on the number of groups."""
+    groups = max(1, plan_rows(call) * plan_columns(call))
+    return max(1, min(call.num_blocks, -(-groups * LANES // call.block_size)))
+
+
 def launch_unchecked(call: PlannedCopyCall) -> None:
     """Launch the replay on ``call`` as it is: no checks (``call`` from :func:`check_planned_copy`,
     or built by hand in a lesson that shows what an unchecked plan does)."""
     if call.num_real == 0:
         return
-    device.launch(planned_copy_kernel(call.skip_io), call.num_blocks, call.block_size, call.miss_src,
+    device.launch(planned_copy_kernel(call.skip_io), blocks_used(call), call.block_size, call.miss_src,
                   call.miss_dst, call.miss_count, call.num_real_reqs, device.byte_words(call.host_cache),
                   device.byte_words(call.device_buffer), call.item_size_bytes // 8,
                   value_flags.open_gate() if call.gate is None else call.gate)

@@ -30,6 +30,7 @@ from ...value_flags import (CHECK_CONDITIONS, claim_epoch_dev, finish_check_dev,
                            report_value_dev)
 
 NUM_REAL, COUNT, SOURCE, DESTINATION = range(4)
+MAX_GRID_BLOCKS = 2 ** 31 - 1    # gridDim.x; the launch uses fewer when the plan needs fewer
 NUM_REAL_VALUE = CHECK_CONDITIONS - 1   # not a failure: its index carries num_real_reqs[0] back
 CHECK_BLOCK = 32 if device.SIMULATOR else 128   # the simulator runs each thread as a Python thread
 
@@ -167,7 +168,8 @@ def raise_planned_copy_flags(flags, call: PlannedCopyCall) -> None:
     if failed[0] == COUNT:
         r = flags[COUNT][1]
         fail(f"miss_count[{r}] = {int(device.to_host(call.miss_count[r:r + 1])[0])} is outside "
-             f"[0, {plan_columns(call)}] (the plan's columns)")
+             f"[0, {plan_columns(call)}] (the plan's columns; rows below num_real_reqs[0] = {num_real} "
+             "are replayed)")
     counts = device.to_host(call.miss_count[:num_real]).astype(np.int64)
     if failed[0] == SOURCE:
         r = flags[SOURCE][1]
@@ -176,7 +178,7 @@ def raise_planned_copy_flags(flags, call: PlannedCopyCall) -> None:
             fail("miss_src and miss_dst entries below miss_count must be >= 0 (a -1 row has no item)")
         m = int(np.argmax(src))
         fail(f"host_cache holds {call.host_cache.nbytes} bytes, but miss_src[{r}, {m}] = {int(src[m])} "
-             f"needs item {int(src[m])} of {item} bytes")
+             f"needs item {int(src[m])} of item_size_bytes = {item}")
     device_items = call.device_buffer.nbytes // item
     owner = {}
     for r in range(num_real):
@@ -185,7 +187,7 @@ def raise_planned_copy_flags(flags, call: PlannedCopyCall) -> None:
                 fail("miss_src and miss_dst entries below miss_count must be >= 0 (a -1 row has no item)")
             if dst >= device_items:
                 fail(f"device_buffer holds {call.device_buffer.nbytes} bytes, but miss_dst[{r}, {m}] = {dst} "
-                     f"needs item {dst} of {item} bytes")
+                     f"needs item {dst} of item_size_bytes = {item}")
             owner.setdefault(dst, []).append((r, m))
     repeated = sorted(d for d, where in owner.items() if len(where) > 1)
     fail(f"miss_dst holds device rows {repeated[:8]} more than once; "
@@ -220,6 +222,8 @@ def planned_copy_host_checks(*, miss_src, miss_dst, miss_count, num_real_reqs, h
                     shape_message=_shape_message(n), count_message=_count_message(n))
     if blocks < 1:
         fail(f"num_blocks must be >= 1, got {num_blocks}")
+    if blocks > MAX_GRID_BLOCKS:
+        fail(f"num_blocks must be <= {MAX_GRID_BLOCKS} (CUDA's largest grid), got {num_blocks}")
     check_block_size(block)
     check_item_copy(item, host_cache, device_buffer)
     check_item_buffer("host_cache", host_cache, item, -1)

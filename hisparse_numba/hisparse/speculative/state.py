@@ -51,7 +51,8 @@ from ...checks import check_dtype, check_inner_contiguous, check_ndim, fail, row
 from ...device import cuda
 from ..limits import MAX_OCCURRENCES
 from .hash import KNUTH, MASK32, hash_insert_dev, hash_insert_reference
-from ...checks import attach_check, check_int, check_mode, launch_then_settle, require_array, settle
+from ...checks import (attach_check, check_int, check_mode, check_no_overlap, launch_then_settle,
+                      require_array, settle)
 from ...value_flags import gate_closed_dev
 from .state_checks import initialize_checks_reference, raise_initialize_flags, start_initialize_check
 
@@ -291,6 +292,8 @@ def check_initialize(*, device_buffer_tokens, req_pool_indices, state, checks="f
         fail(f"device_buffer_tokens must have shape [>= {n}, >= {hot}], got shape {tuple(device_buffer_tokens.shape)}")
     check_ndim("req_pool_indices", req_pool_indices, 1, "[batch]")
     check_dtype("req_pool_indices", req_pool_indices, np.int64)
+    check_no_overlap({f"state.{f}": a for f, a in zip(state._fields, state)},   # (the state is written)
+                     {"device_buffer_tokens": device_buffer_tokens, "req_pool_indices": req_pool_indices})
     call = InitializeCall(n, hot, device_buffer_tokens, req_pool_indices, state)
     if checks != "full" or req_pool_indices.shape[0] == 0:
         return call
