@@ -79,9 +79,14 @@ def check_rungs(family: Family, out=None) -> int:
     return 1 if failed else 0
 
 
+CHECK_MAX_BATCH = 8
+
+
 def measure(family: Family, batches=LADDER_BATCHES, iters: int = 20, floor_gbps: float | None = None,
             out=None) -> list[dict]:
-    """The ladder's rows: each rung checked on the benchmark's inputs, then timed per batch."""
+    """The ladder's rows: each rung checked on the benchmark's inputs (at the batches up to
+    ``CHECK_MAX_BATCH``: the NumPy reference of a speculative call at batch 64 takes about 40 s,
+    and a larger batch launches the same compiled kernels), then timed per batch."""
     out = sys.stdout if out is None else out
     from . import harness
 
@@ -92,7 +97,7 @@ def measure(family: Family, batches=LADDER_BATCHES, iters: int = 20, floor_gbps:
     for number, v in sorted(versions.VERSIONS.items()):
         for batch in batches:
             bench = family.bench(batch, iters)
-            differs = bench.check(number)
+            differs = bench.check(number) if batch <= CHECK_MAX_BATCH else []
             if differs:
                 print(f"rung {number} ({v.name}), batch {batch}: NOT TIMED, differs from the reference "
                       f"on the benchmark's inputs: {', '.join(differs)}", file=out, flush=True)

@@ -75,8 +75,11 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         if tid == 0:
             # tiles take their index from a ticket, so a tile only ever waits for tiles that started
             shared[0] = cuda.atomic.add(counters, (b, 0), 1)
-            for j in range(1, 6):
-                shared[j] = 0
+            shared[1] = 0
+            shared[2] = 0
+            shared[3] = 0
+            shared[4] = 0
+            shared[5] = 0
         # the request's clock and generation, in flight with the ticket (the commit writes them
         # only after every tile has arrived)
         packed_clock = np.int64(cache_policy[0, rid])
@@ -85,6 +88,9 @@ def swap_kernel(reps: int, committer: bool, record: bool):
         y = shared[0]
         first = (y * tile + tid) * reps          # this thread's occurrences: first .. first+reps-1
         cbits, ebits = clock_bits_dev(cache_policy.shape[1])
+        e_now = next_epoch_dev(packed_clock, cbits, ebits)
+        degraded = gen < 0
+        sigma = next_sigma_dev(gen)
         sel = (top_k_tokens, seq_lens, device_buffer_tokens, device_buffer_locs, host_cache_locs)
         state = (cache_index, cache_policy, scratch_locs, scratch_state, metadata)
         work = (counters, flags, claim_keys, claim_first, claim_unique, claim_dst, unique_token,
@@ -97,10 +103,8 @@ def swap_kernel(reps: int, committer: bool, record: bool):
                            b, t, tiles, reps, y - tiles, copiers, words_per_item, tid, tile, scan)
             return
         if not is_committer:   # (the committer took the last ticket: every tile has started)
-            sigma = next_sigma_dev(gen)
-            classify_tile_dev(sel, state, work, out, b, rid, first, y,
-                              next_epoch_dev(packed_clock, cbits, ebits), sigma, gen < 0, tail, n,
-                              reps, copiers, shared, claim, token, host_src, is_first, tid)
+            classify_tile_dev(sel, state, work, out, b, rid, first, y, e_now, sigma, degraded, tail,
+                              n, reps, copiers, shared, claim, token, host_src, is_first, tid)
             rank, num_first, base = count_tile_dev(work, b, first, y, reps, claim, is_first,
                                                    shared, scan, tid, tile)
             num_copies = number_tile_dev(work, plan, out, scratch_locs, scratch_state, b, rid, t,
