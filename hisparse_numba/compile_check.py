@@ -64,11 +64,9 @@ def _load_nvrtc() -> str:
 
 
 def _find_libdevice() -> str:
-    # numba-cuda's own search (conda, the NVVM wheel, CUDA_HOME, /usr/local/cuda), one piece only:
-    # its get_cuda_paths() would also load NVRTC and fail on it first
-    from numba.cuda.cuda_paths import _get_libdevice_path
+    from . import device
 
-    path = _get_libdevice_path().info
+    path = device.libdevice_path()
     if not path or not os.path.isfile(path):
         raise FileNotFoundError("libdevice.10.bc not found in a conda environment, the NVVM wheel, "
                                 "CUDA_HOME or /usr/local/cuda")

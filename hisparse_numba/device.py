@@ -143,6 +143,14 @@ def data_address(a) -> int:
     return int(a.__array_interface__["data"][0])
 
 
+def libdevice_path() -> str | None:
+    """Where numba-cuda's own search (conda, the NVVM wheel, ``CUDA_HOME``, /usr/local/cuda) finds
+    libdevice, or None; only this piece (its full path search would also load NVRTC first)."""
+    from numba.cuda.cuda_paths import _get_libdevice_path
+
+    return _get_libdevice_path().info or None
+
+
 def kernel_array(a):
     """``a`` as a kernel argument, without copies and without stream syncs.
 
@@ -349,6 +357,7 @@ __all__ = [
     "mapped_view",
     "jit_kernel",
     "kernel_array",
+    "libdevice_path",
     "launch",
     "synchronize",
     "to_device",
