@@ -264,4 +264,13 @@ ENTRIES: list[Entry] = [
        "Lesson 13's helper that addresses a flat buffer the way sglang's kernels address a plan "
        "(one base, one row stride) was given a buffer too small for batch rows of that stride.",
        "Pass a 1-D arena of at least (batch - 1) * row_stride + num_top_k elements.", "13"),
+    _e("orders: a count >= 1, or names among 'forward', 'reverse' and 'shuffle:N' (N a seed), got {spec}",
+       "The race check (racecheck.run, built on lesson 00's thread recorder) runs a launch once per thread order it is "
+       "given; it got no order, or one it does not know.",
+       "Pass orders=1 (forward), 3 (forward, reverse, shuffle:0) or a list such as ['reverse', 'shuffle:4'].",
+       "00"),
+    _e("names: two array arguments are both called {name}",
+       "The thread recorder (threadviz.record, racecheck.run) reports every access by array name, and "
+       "two array arguments were given the same one.",
+       "Give each array argument its own name, in argument order.", "00"),
 ]

@@ -53,3 +53,38 @@ def test_draw_returns_a_figure_with_a_panel_per_kind():
     assert any("dst" in t and "past the end" in t for t in titles)
     assert any("reference changes" in t for t in titles)
     assert threadviz.draw(None) is None
+
+
+@cuda.jit
+def stage_through_shared(src, dst):
+    t = cuda.threadIdx.x
+    tile = cuda.shared.array(8, np.int64)
+    tile[t] = src[t]
+    cuda.syncthreads()
+    dst[t] = tile[7 - t]
+
+
+def test_shared_arrays_lines_and_barrier_intervals_are_recorded():
+    src, dst = np.arange(8, dtype=np.int64), np.zeros(8, np.int64)
+    trace = threadviz.record(stage_through_shared, 1, 8, src, dst)
+    assert list(trace.arrays) == ["src", "dst", "tile"] and list(trace.shared) == ["tile"]   # parameter names
+    assert dst.tolist() == src[::-1].tolist()
+    assert {a.interval for a in trace.of("tile", "write")} == {0} and {a.interval for a in trace.of("tile", "read")} == {1}
+    assert {a.where.text for a in trace.of("tile", "read")} == {"dst[t] = tile[7 - t]"}
+    (round_,) = trace.barriers
+    ((kind, where, via), threads), = round_.arrived.items()
+    assert kind == "syncthreads" and via is None and where.text == "cuda.syncthreads()" and len(threads) == round_.total == 8
+
+
+def test_show_draws_one_row_per_buffer_and_barrier_interval():
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    src, dst = np.arange(8, dtype=np.int64), np.zeros(8, np.int64)
+    trace = threadviz.show(stage_through_shared, 1, 8, src, dst)
+    assert trace.of("tile", "write") and dst[0] == 7
+    titles = [ax.get_title() for ax in plt.gcf().axes if ax.get_title()]
+    assert any(t.startswith("tile shared [8] int64: writes") and "interval 0" in t for t in titles)
+    assert any(t.startswith("tile shared [8] int64: reads") and "after barrier 1" in t for t in titles)
+    plt.close("all")
+
