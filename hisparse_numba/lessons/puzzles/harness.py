@@ -35,13 +35,10 @@ from ... import device
 from .. import threadviz
 from ..ex00 import LearnerError, NotYet, learner_line, verdict
 
-try:                                     # racecheck names races and divergent barriers
-    from .. import racecheck
-except ImportError:                      # pragma: no cover - only before racecheck exists
-    racecheck = None
+from .. import racecheck
 
 POISON = -77                             # every output starts as this: an element nobody wrote shows
-RUNAWAY_SECONDS = 30.0                   # a case runs in well under a second: longer is a loop that never ends
+RUNAWAY_SECONDS = 20.0     # a case runs in well under a second; below simsched's stall limit (30 s)
 
 
 def poison(shape, dtype) -> np.ndarray:
@@ -128,13 +125,15 @@ def is_stub(fn) -> bool:
 
 @dataclass
 class Run:
-    """One case run: the outputs (``args``, in place), the trace (``None`` on a GPU) and the race
-    and barrier messages (empty when racecheck found none or did not run)."""
+    """One case run: the outputs (``args``, in place), the trace (``None`` on a GPU), racecheck's
+    messages (races, divergent barriers, uninitialised shared reads; empty when it found none or
+    did not run) and the elements raced on."""
 
     case: Case
     args: dict
     trace: object
-    races: list
+    races: list = field(default_factory=list)
+    raced: list = field(default_factory=list)
 
 
 class RunawayKernel(Exception):
@@ -153,7 +152,7 @@ def stop_runaways(seconds: float):
             return
         while not done.is_set():
             for t in threading.enumerate():
-                if type(t).__name__ == "BlockThread" and t.is_alive():
+                if t.is_alive() and any(c.__name__ == "BlockThread" for c in type(t).__mro__):
                     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident),
                                                                ctypes.py_object(RunawayKernel))
             done.wait(0.5)
@@ -178,14 +177,14 @@ def run_case(puzzle: Puzzle, learner, case: Case, *, racecheck_it: bool = True) 
     try:
         if not device.SIMULATOR:
             _run_on_gpu(kernel, case, args)
-            return Run(case, args, None, [])
+            return Run(case, args, None)
         with stop_runaways(RUNAWAY_SECONDS):
-            if puzzle.cooperative and racecheck_it and racecheck is not None:
+            if puzzle.cooperative and racecheck_it:
                 report = racecheck.run(kernel, case.grid, case.block, *args.values(), names=names)
-                races = [] if report.ok else list(report.messages())
-                return Run(case, args, report.trace, races)
+                raced = [(r.array, int(i)) for r in report.races for i in r.elements]
+                return Run(case, args, report.trace, race_messages(report), raced)
             trace = threadviz.record(kernel, case.grid, case.block, *args.values(), names=names)
-            return Run(case, args, trace, [])
+            return Run(case, args, trace)
     except RunawayKernel:
         raise LearnerError(f"{case.label()}: your kernel was still running after {RUNAWAY_SECONDS:g} s "
                            "(these cases take well under one): a loop that never ends? (a probe that "
@@ -196,6 +195,13 @@ def run_case(puzzle: Puzzle, learner, case: Case, *, racecheck_it: bool = True) 
     except Exception as err:  # noqa: BLE001 - an error inside the learner's kernel is theirs
         raise LearnerError(f"{case.label()}: your kernel raised {type(err).__name__}: {err}"
                            f"{learner_line(learner, err)}") from None
+
+
+def race_messages(report) -> list:
+    """racecheck's findings, each named: a race, a divergent barrier, an uninitialised shared read."""
+    return ([f"a race: {r.message}" for r in report.races]
+            + [f"a divergent barrier: {d.message}" for d in report.divergence]
+            + [f"uninitialised shared memory: {u.message}" for u in report.uninitialised])
 
 
 def _run_on_gpu(kernel, case, args):
@@ -297,7 +303,7 @@ def problems_of(puzzle: Puzzle, run: Run):
     if found:
         return found
     if run.races:
-        return "; ".join(run.races[:2]), []
+        return " ".join(run.races[:2]), run.raced[:64]
     if puzzle.judge is not None:
         found = puzzle.judge(run.case, {k: run.args[k] for k in run.case.want})
         if found:

@@ -34,7 +34,7 @@ def draw_run(puzzle: Puzzle, run: Run, highlight=(), title: str = ""):
 
     expected = {k: _not_poison(w) for k, w in run.case.want.items()}
     fig = threadviz.draw(run.trace, _buffers(puzzle, run), cols=puzzle.cols, highlight=highlight,
-                         expected=expected, title=title)
+                         expected=expected, title=title, by_interval=bool(run.trace.barriers))
     plt.show()
     return fig
 
@@ -66,16 +66,6 @@ def show(puzzle: Puzzle, learner, case: str | None = None):
     found = problems_of(puzzle, run)
     verdict = f"wrong: {found[0][:110]}" if found else "right"
     title = f"{chosen.label()}: your kernel's accesses ({verdict})"
-    if puzzle.cooperative and hasattr(threadviz, "show"):
-        import matplotlib.pyplot as plt
-
-        args = {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in chosen.args.items()}
-        kernel = puzzle.wrap(learner) if puzzle.wrap else learner
-        print(title)
-        fig = threadviz.show(kernel, chosen.grid, chosen.block, *args.values(),
-                             names=[k for k, v in args.items() if isinstance(v, np.ndarray)])
-        plt.show()
-        return fig
     return draw_run(puzzle, run, found[1] if found else (), title)
 
 

@@ -77,6 +77,9 @@ def install() -> None:
     """Give the simulator's in-kernel ``cuda`` module the warp votes (once; only in the simulator)."""
     if not device.SIMULATOR:
         return
+    from .. import simtrace
+
+    simtrace.infrastructure(__file__)    # a vote's barriers are the kernel line that votes
     fake = device.cuda.kernelapi.FakeCUDAModule
     for name, fn in (("ballot_sync", ballot_sync), ("any_sync", any_sync), ("all_sync", all_sync),
                      ("activemask", activemask)):
