@@ -189,21 +189,26 @@ def find_races(trace: Trace) -> list:
     return [dataclasses.replace(race, elements=tuple(elements[pair])) for pair, race in found.items()]
 
 
+def top(a: Access) -> Where:
+    """The kernel's own line of an access: where it is, or the line that called its device function."""
+    return a.via or a.where
+
+
 class _ProgramOrder:
-    """Which of two lines a thread ran first within a barrier interval (its own access count)."""
+    """Which of two kernel lines a thread ran first within a barrier interval (its own access count)."""
 
     def __init__(self, trace: Trace):
         self._first: dict = {}
         for a in trace.accesses:
             seen = self._first.setdefault((a.block, a.thread, a.interval), {})
-            seen[a.where] = min(seen.get(a.where, a.seq), a.seq)
+            seen[top(a)] = min(seen.get(top(a), a.seq), a.seq)
 
     def earlier(self, a: Access, b: Access):
         """``(earlier, later)`` of the two accesses' lines as a thread that ran both ran them, else ``None``."""
         for who in (b, a):
             seen = self._first.get((who.block, who.thread, who.interval), {})
-            if a.where in seen and b.where in seen:
-                return (a.where, b.where) if seen[a.where] <= seen[b.where] else (b.where, a.where)
+            if top(a) in seen and top(b) in seen:
+                return (top(a), top(b)) if seen[top(a)] <= seen[top(b)] else (top(b), top(a))
         return None
 
 
@@ -233,7 +238,7 @@ def _race_sentence(trace: Trace, first: Access, second: Access, program: _Progra
     home = trace.kernel
     both_write = first.kind != "read" and second.kind != "read"
     said = (f"thread {who(trace, first)} {_act(first, element(trace, first.buffer, first.index), False)} at "
-            f"{place(first.where, first.via, home)} while thread {who(trace, second)} "
+            f"{place(first.where, first.via, home)}{',' if first.via else ''} while thread {who(trace, second)} "
             f"{_act(second, 'it', both_write)} at "
             + place(second.where, second.via, home, quote=(second.where, second.via) != (first.where, first.via)))
     if first.block != second.block:
@@ -252,16 +257,16 @@ def _race_sentence(trace: Trace, first: Access, second: Access, program: _Progra
 def place(where: Where, via: Where | None, home: str, quote: bool = True) -> str:
     """``line 9 (`text`)``, and ``, called from line 4 (`text`)`` for a line in a device function."""
     said = where.quoted(home) if quote else where.at(home)
-    return said + (f", called from {via.quoted(home)}," if via is not None and quote else "")
+    return said + (f", called from {via.quoted(home)}" if via is not None and quote else "")
 
 
 def _placement(home: str, first: Access, second: Access, program: _ProgramOrder) -> str:
     """Where a barrier separates the two accesses: after the one that came first (in an earlier round of
     a loop, else earlier in the thread's own order), before the other."""
-    if first.run != second.run:
+    if first.run != second.run and first.via is None and second.via is None:
         early, late = (first.where, second.where) if first.run < second.run else (second.where, first.where)
     else:
-        early, late = program.earlier(first, second) or sorted((first.where, second.where),
+        early, late = program.earlier(first, second) or sorted((top(first), top(second)),
                                                                key=lambda w: (w.file, w.line))
     if early.file != late.file or early.function != late.function:
         return f"after {early.at(home)}, before {late.at(home)}"

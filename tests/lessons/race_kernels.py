@@ -290,3 +290,16 @@ def library_scan_inside_if(values, out):
     if t < 8:
         offset, total = block_exclusive_scan_dev(s, values[t], t, 8)   # @call
         out[t] = offset
+
+
+@cuda.jit(device=True)
+def put_dev(buffer, i, value):
+    buffer[i] = value                                 # @put
+
+
+@cuda.jit
+def write_in_device_function_read_in_kernel(out):
+    t = cuda.threadIdx.x
+    s = cuda.shared.array(4, np.int64)
+    put_dev(s, t, t)                                  # @call
+    out[t] = s[(t + 1) % 4]                           # @read

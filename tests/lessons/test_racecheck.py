@@ -301,3 +301,15 @@ def test_a_barrier_in_a_device_function_names_the_kernel_line_that_called_it():
                                   "block_exclusive_scan_dev(s, values[t], t, 8)`), was reached by 8 of 16 threads")
     assert div.message.endswith(f"the 3 barriers after it (lines {', '.join(map(str, div.after))}) were reached "
                                 "by the same 8 threads")
+
+
+@simulator
+def test_a_race_in_a_device_function_is_placed_at_the_kernel_lines():
+    put, call, read = line_of(k.put_dev, "put"), *(line_of(k.write_in_device_function_read_in_kernel, m)
+                                                   for m in ("call", "read"))
+    report = racecheck.run(k.write_in_device_function_read_in_kernel, 1, 4, np.zeros(4, np.int64))
+    (race,) = report.races
+    assert race.message == (
+        f"thread (0, 3) read s[0] at line {read} (`out[t] = s[(t + 1) % 4]`) while thread (0, 0) wrote it at line "
+        f"{put} in `put_dev` (`buffer[i] = value`), called from line {call} (`put_dev(s, t, t)`), with no "
+        f"`cuda.syncthreads()` between: put one between line {call} and line {read}")
