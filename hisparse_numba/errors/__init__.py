@@ -15,7 +15,7 @@ for Numba's own warning, ``"hisparse-numba"`` for the checks this project adds w
 checks nothing and a mistake corrupts memory or state silently.
 
 Lessons 00-13 each teach one error (``lesson``); ``also`` names further lessons where the same
-error matters (lesson 14, the kernel puzzles, teaches no error of its own).
+error matters (lessons 14 and 15, the kernel puzzles, teach no error of their own).
 
 The package, one concern a module:
 

@@ -1,7 +1,7 @@
 # Solutions to lesson 15's kernel puzzles: each section is the solved exercise cell.
 
 # exercise: 15-a
-ROW_MAX = 64
+ROW_MAX = 32
 
 @cuda.jit
 def mark_first(sorted_pos, first):
@@ -48,7 +48,7 @@ ex15.check_atomic_claim(claim_slots)
 # exercise: 15-d
 from hisparse_numba.hisparse.swap_in_hash import HASH_MULTIPLIER
 
-HASH_MAX = 64
+HASH_MAX = 32
 
 @cuda.jit
 def build_position_hash(top_k, table, inserted):
@@ -86,7 +86,7 @@ def build_position_hash(top_k, table, inserted):
 ex15.check_position_hash(build_position_hash)
 
 # exercise: 15-e
-SCAN_MAX = 64
+SCAN_MAX = 32
 
 @cuda.jit
 def number_misses(is_miss, miss_rank, miss_total):
@@ -119,7 +119,7 @@ ex15.check_miss_scan(number_misses)
 # exercise: 15-f
 from hisparse_numba.blockscan import block_exclusive_scan_dev
 
-PLAN_MAX = 64
+PLAN_MAX = 32
 
 @cuda.jit
 def write_miss_plan(is_miss, top_k, req_pool_indices, host_locs, device_locs, evict, num_real,

@@ -34,8 +34,9 @@ import numpy as np
 from ... import device
 from .. import threadviz
 from ..ex00 import LearnerError, NotYet, learner_line, verdict
+from .warp_votes import DivergentVote
 
-from .. import racecheck
+from .. import racecheck, simtrace
 
 POISON = -77                             # every output starts as this: an element nobody wrote shows
 RUNAWAY_SECONDS = 20.0     # a case runs in well under a second; below simsched's stall limit (30 s)
@@ -78,7 +79,8 @@ class Puzzle:
     ``explain``: ``(case, trace, buffer, flat) -> str | None``, a likely cause added to a wrong element.
     ``draw``: the buffers the pictures show (``None``: all) and ``cols`` (cells per grid row).
     ``value``: how an element's value prints. ``extra``: ``run -> (problem, highlight) | None``,
-    a last check once the outputs are right (in the simulator: who moved what).
+    a last check once the outputs are right (in the simulator: who moved what). ``draw_shared``:
+    whether pictures show the kernel's shared arrays (not when they belong to a given device function).
     """
 
     key: str
@@ -95,6 +97,7 @@ class Puzzle:
     cols: int | None = None
     value: Callable = None
     extra: Callable | None = None
+    draw_shared: bool = True
 
 
 # --- running the learner's kernel -------------------------------------------------------------
@@ -180,9 +183,7 @@ def run_case(puzzle: Puzzle, learner, case: Case, *, racecheck_it: bool = True) 
             return Run(case, args, None)
         with stop_runaways(RUNAWAY_SECONDS):
             if puzzle.cooperative and racecheck_it:
-                report = racecheck.run(kernel, case.grid, case.block, *args.values(), names=names)
-                raced = [(r.array, int(i)) for r in report.races for i in r.elements]
-                return Run(case, args, report.trace, race_messages(report), raced)
+                return _racecheck(kernel, case, args, names)
             trace = threadviz.record(kernel, case.grid, case.block, *args.values(), names=names)
             return Run(case, args, trace)
     except RunawayKernel:
@@ -195,6 +196,48 @@ def run_case(puzzle: Puzzle, learner, case: Case, *, racecheck_it: bool = True) 
     except Exception as err:  # noqa: BLE001 - an error inside the learner's kernel is theirs
         raise LearnerError(f"{case.label()}: your kernel raised {type(err).__name__}: {err}"
                            f"{learner_line(learner, err)}") from None
+
+
+@contextmanager
+def keeping_traces(kept: list):
+    """Within the block, every ``simtrace.Trace`` made is also appended to ``kept``: the trace of a
+    launch that raised (racecheck.run then raises without a report) can still be checked."""
+    original = simtrace.Trace
+
+    class Kept(original):
+        def __init__(self, *args, **kwargs):
+            original.__init__(self, *args, **kwargs)
+            kept.append(self)
+
+    simtrace.Trace = Kept
+    try:
+        yield kept
+    finally:
+        simtrace.Trace = original
+
+
+def _racecheck(kernel, case: Case, args: dict, names: list) -> Run:
+    """The case through racecheck. When the kernel raises after a divergent barrier or a race (a
+    thread that returned early leaves garbage behind), the findings are the answer, not the error."""
+    kept: list = []
+    try:
+        with keeping_traces(kept):
+            report = racecheck.run(kernel, case.grid, case.block, *args.values(), names=names)
+    except (NotImplementedError, RunawayKernel, DivergentVote):     # these say what happened themselves
+        raise
+    except Exception as err:  # noqa: BLE001 - the learner's kernel raised: what led to it?
+        if not kept:
+            raise
+        trace = kept[0]
+        report = racecheck.Report(racecheck.find_races(trace), racecheck.find_divergence(trace), trace, False,
+                                  uninitialised=racecheck.find_uninitialised(trace))
+        found = race_messages(report)
+        if not found:
+            raise
+        found[-1] += f" (and then your kernel raised {type(err).__name__}: {str(err).split(': ', 1)[-1]})"
+        return Run(case, args, trace, found, [(r.array, int(i)) for r in report.races for i in r.elements])
+    raced = [(r.array, int(i)) for r in report.races for i in r.elements]
+    return Run(case, args, report.trace, race_messages(report), raced)
 
 
 def race_messages(report) -> list:

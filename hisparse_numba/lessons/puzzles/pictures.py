@@ -17,12 +17,12 @@ from .. import threadviz
 from ..ex00 import LearnerError, NotYet
 from .harness import POISON, Puzzle, Run, problems_of, run_case
 
-MAX_CELLS = 96                            # a value picture shows at most this many cells per array
+MAX_CELLS = 64                            # a value picture shows at most this many cells per array
 
 
 def _buffers(puzzle: Puzzle, run: Run) -> list:
     names = list(puzzle.draw or [k for k, v in run.case.args.items() if isinstance(v, np.ndarray)])
-    shared = [k for k in run.trace.arrays if k not in run.case.args]     # racecheck's shared arrays
+    shared = [k for k in run.trace.arrays if k not in run.case.args] if puzzle.draw_shared else []
     return [n for n in names + shared if n in run.trace.arrays]
 
 
@@ -50,7 +50,8 @@ def show(puzzle: Puzzle, learner, case: str | None = None):
     cases = puzzle.cases()
     chosen = next((c for c in cases if c.name == case), None) if case else cases[0]
     if chosen is None:
-        raise ValueError(f"case must be one of {[c.name for c in cases]}, got {case!r}")
+        print(f"no case named {case!r}; the cases are {', '.join(repr(c.name) for c in cases)}")
+        return None
     if not device.SIMULATOR:
         print("(the accesses need the simulator, NUMBA_ENABLE_CUDASIM=1: here is what the reference "
               "writes)")

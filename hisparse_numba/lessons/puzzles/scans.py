@@ -24,7 +24,7 @@ from ...hisparse.examples import make_swap_in_problem
 from ...kv_canary.examples import plan_problem, run_plan
 from .harness import POISON, Case, Puzzle
 
-SCAN_MAX = 64                    # the shared arrays' size: blocks of up to 64 threads
+SCAN_MAX = 32                    # the shared arrays' size: blocks of up to 32 threads
 
 
 def _each(*names):
@@ -176,7 +176,7 @@ def plan_cases():
 
 PLAN = Puzzle(
     key="15-f", cases=plan_cases, cooperative=True,
-    work={**_each("is_miss"), "miss_src": ("write", 1)},
+    work={**_each("is_miss"), "miss_src": ("write", 1)}, draw_shared=False,
     draw=("is_miss", "evict", "miss_src", "miss_dst", "miss_count"),
     right="the scan numbers the misses, the m-th miss takes evictable slot m and records (host row, device "
           "row) of its request, and a padding row (the whole block returns together) writes nothing",
@@ -246,7 +246,7 @@ def _describe_capacity(case, name, flat):
 
 
 CAPACITY = Puzzle(
-    key="15-g", cases=capacity_cases, cooperative=True, describe=_describe_capacity,
+    key="15-g", cases=capacity_cases, cooperative=True, describe=_describe_capacity, draw_shared=False,
     draw=("req_pool_indices", "prefix_lens", "verify_offsets", "verify_num_valid", "enable"),
     right="padding rows verify nothing, a sliding window verifies only its last W positions, every thread "
           "calls the scan, and the plan is enabled only when the total fits (equal is fine)",

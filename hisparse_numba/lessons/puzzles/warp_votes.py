@@ -19,6 +19,10 @@ from ... import device
 WARP = 32
 
 
+class DivergentVote(RuntimeError):
+    """A lane named in a vote's mask did not reach the vote (the learner's kernel, not a caller's call)."""
+
+
 def _post(manager, thread, predicate) -> int:
     votes = manager.__dict__.setdefault("_puzzle_votes", {})
     count = getattr(thread, "_puzzle_vote_count", 0) + 1
@@ -40,7 +44,7 @@ def _ballot(mask, predicate) -> int:
             continue
         posted = votes.get(warp * WARP + lane)
         if posted is None or posted[0] != count:
-            raise RuntimeError(
+            raise DivergentVote(
                 f"lane {lane} of warp {warp} is in the vote's mask {int(mask):#x} but did not reach "
                 "this warp vote (it returned early, is on another branch, or does not exist): a "
                 "divergent vote, like a barrier that not every thread reaches. Let every lane vote "
