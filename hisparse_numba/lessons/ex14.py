@@ -63,27 +63,27 @@ def check_clock_victim(pick_victims):
 
 
 def show_gather_guard(gather_words, case=None):
-    return pictures.show(GATHER, gather_words, case)
+    pictures.show(GATHER, gather_words, case)
 
 
 def show_chunk_loop(copy_item_dev, case=None):
-    return pictures.show(CHUNKS, copy_item_dev, case)
+    pictures.show(CHUNKS, copy_item_dev, case)
 
 
 def show_hit_test(hit_rows, case=None):
-    return pictures.show(HITS, hit_rows, case)
+    pictures.show(HITS, hit_rows, case)
 
 
 def show_chain_step(mix3_dev, case=None):
-    return pictures.show(CHAIN, mix3_dev, case)
+    pictures.show(CHAIN, mix3_dev, case)
 
 
 def show_hash_probe(hash_find_dev, case=None):
-    return pictures.show(PROBE, hash_find_dev, case)
+    pictures.show(PROBE, hash_find_dev, case)
 
 
 def show_clock_victim(pick_victims, case=None):
-    return pictures.show(CLOCK, pick_victims, case)
+    pictures.show(CLOCK, pick_victims, case)
 
 
 def hint(letter: str, level: int = 1) -> None:

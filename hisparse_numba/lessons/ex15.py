@@ -72,31 +72,31 @@ def check_verify_capacity(verify_capacity_kernel):
 
 
 def show_stage_row(kernel, case=None):
-    return pictures.show(STAGE, kernel, case)
+    pictures.show(STAGE, kernel, case)
 
 
 def show_warp_vote(kernel, case=None):
-    return pictures.show(VOTE, kernel, case)
+    pictures.show(VOTE, kernel, case)
 
 
 def show_atomic_claim(kernel, case=None):
-    return pictures.show(CLAIM, kernel, case)
+    pictures.show(CLAIM, kernel, case)
 
 
 def show_position_hash(kernel, case=None):
-    return pictures.show(HASH, kernel, case)
+    pictures.show(HASH, kernel, case)
 
 
 def show_miss_scan(kernel, case=None):
-    return pictures.show(SCAN, kernel, case)
+    pictures.show(SCAN, kernel, case)
 
 
 def show_miss_plan(kernel, case=None):
-    return pictures.show(PLAN, kernel, case)
+    pictures.show(PLAN, kernel, case)
 
 
 def show_verify_capacity(kernel, case=None):
-    return pictures.show(CAPACITY, kernel, case)
+    pictures.show(CAPACITY, kernel, case)
 
 
 def hint(letter: str, level: int = 1) -> None:

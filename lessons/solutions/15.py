@@ -86,7 +86,7 @@ def build_position_hash(top_k, table, inserted):
 ex15.check_position_hash(build_position_hash)
 
 # exercise: 15-e
-SCAN_MAX = 32
+SCAN_MAX = 16
 
 @cuda.jit
 def number_misses(is_miss, miss_rank, miss_total):

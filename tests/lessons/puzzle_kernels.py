@@ -93,3 +93,11 @@ def all_poison(a) -> bool:
     if a.dtype == np.uint64:
         return bool((a.view(np.float32) == POISON).all())
     return bool((a == poison(a.shape, a.dtype)).all())
+
+
+def last_title() -> str:
+    """The title of the figure drawn last (a show_x call draws one)."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(plt.get_fignums()[-1]) if plt.get_fignums() else None
+    return fig._suptitle.get_text() if fig is not None and fig._suptitle is not None else ""

@@ -81,6 +81,7 @@ class Puzzle:
     ``value``: how an element's value prints. ``extra``: ``run -> (problem, highlight) | None``,
     a last check once the outputs are right (in the simulator: who moved what). ``draw_shared``:
     whether pictures show the kernel's shared arrays (not when they belong to a given device function).
+    ``as_values``: ``(case, array) -> array`` as a picture of values shows it (words as float32 items).
     """
 
     key: str
@@ -98,6 +99,7 @@ class Puzzle:
     value: Callable = None
     extra: Callable | None = None
     draw_shared: bool = True
+    as_values: Callable | None = None
 
 
 # --- running the learner's kernel -------------------------------------------------------------

@@ -57,6 +57,11 @@ def gather_cases():
     ]
 
 
+def _items(case, a):
+    """A float32 pool seen as uint64 words, shown as its float32 items (a row per item)."""
+    return a.view(np.float32).reshape(-1, 2 * case.args["words_per_item"]) if a.dtype == np.uint64 else a
+
+
 def _describe_word(case, name, flat):
     w = case.args["words_per_item"]
     if name == "dst_words":
@@ -65,7 +70,7 @@ def _describe_word(case, name, flat):
 
 
 GATHER = Puzzle(
-    key="14-a", cases=gather_cases, describe=_describe_word, value=show_word_pair,
+    key="14-a", cases=gather_cases, describe=_describe_word, value=show_word_pair, as_values=_items,
     work={"dst_words": ("write", 1)}, draw=("src_locs", "dst_locs", "dst_words"), cols=None,
     right="every thread past the last word returns before touching anything, whatever the sizes",
     hints=(
@@ -137,6 +142,7 @@ def _chunk_owners(run):
 
 CHUNKS = Puzzle(
     key="14-b", cases=chunk_cases, wrap=chunk_kernel, describe=_describe_word, value=show_word_pair,
+    as_values=_items,
     extra=_chunk_owners, draw=("src_locs", "dst_words"),
     right="lane l moves chunks l, l + num_lanes, ... for any item size and any number of lanes, "
           "every chunk once, as one 16-byte pair of words",

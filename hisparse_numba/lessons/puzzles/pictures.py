@@ -55,27 +55,28 @@ def show(puzzle: Puzzle, learner, case: str | None = None):
     if not device.SIMULATOR:
         print("(the accesses need the simulator, NUMBA_ENABLE_CUDASIM=1: here is what the reference "
               "writes)")
-        return draw_values(chosen, f"{chosen.label()}: the inputs and what the reference writes")
+        return draw_values(puzzle, chosen, f"{chosen.label()}: the inputs and what the reference writes")
     try:
         run = run_case(puzzle, learner, chosen)
     except NotYet:
-        return draw_values(chosen, f"{chosen.label()}: your kernel is still a stub; this is what the "
-                                   "reference writes (POISON: an element nobody writes)")
+        return draw_values(puzzle, chosen, f"{chosen.label()}: your kernel is still a stub; this is what "
+                                           "the reference writes (·: POISON, an element nobody writes)")
     except LearnerError as err:
         print(f"wrong: {err}")
-        return draw_values(chosen, f"{chosen.label()}: what the reference writes")
+        return draw_values(puzzle, chosen, f"{chosen.label()}: what the reference writes")
     found = problems_of(puzzle, run)
     verdict = f"wrong: {found[0][:110]}" if found else "right"
     title = f"{chosen.label()}: your kernel's accesses ({verdict})"
     return draw_run(puzzle, run, found[1] if found else (), title)
 
 
-def draw_values(case, title: str):
+def draw_values(puzzle: Puzzle, case, title: str):
     """The case's arrays, inputs then the reference's outputs, one value per cell."""
     import matplotlib.pyplot as plt
 
-    panels = [(k, v) for k, v in case.args.items() if isinstance(v, np.ndarray) and k not in case.want]
-    panels += [(f"{k} (the reference)", v) for k, v in case.want.items()]
+    view = puzzle.as_values or (lambda c, a: a)
+    panels = [(k, view(case, v)) for k, v in case.args.items() if isinstance(v, np.ndarray) and k not in case.want]
+    panels += [(f"{k} (the reference)", view(case, v)) for k, v in case.want.items()]
     rows = [(name, _grid(a)) for name, a in panels]
     height = 0.9 + sum(0.45 + 0.32 * g.shape[0] for _, g in rows)
     width = max(8.0, 0.55 * max(g.shape[1] for _, g in rows))

@@ -24,7 +24,7 @@ from ...hisparse.examples import make_swap_in_problem
 from ...kv_canary.examples import plan_problem, run_plan
 from .harness import POISON, Case, Puzzle
 
-SCAN_MAX = 32                    # the shared arrays' size: blocks of up to 32 threads
+SCAN_MAX = 16                    # the scan's shared array: blocks of up to 16 threads
 
 
 def _each(*names):
@@ -60,7 +60,7 @@ def scan_cases():
         scan_case("all misses", "16 lanes, all missing", [1] * 16, 16),
         scan_case("all hits", "16 lanes, none missing", [0] * 16, 16),
         scan_case("one lane", "K = 1, 4 threads", [1], 4),
-        scan_case("three rows", "3 rows of 32 lanes, 32 threads", rng.integers(0, 2, (3, 32)), 32),
+        scan_case("three rows", "3 rows of 16 lanes, 16 threads", rng.integers(0, 2, (3, 16)), 16),
     ]
 
 

@@ -7,7 +7,7 @@ from hisparse_numba.device import cuda
 from . import race, wrong
 
 PUZZLE = "15-e"
-SCAN_MAX = 32
+SCAN_MAX = 16
 
 
 def make_scan(*, read_barrier=True, write_barrier=True, exclusive=True, rounds=True, total_thread=-1,
