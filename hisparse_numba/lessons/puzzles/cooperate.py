@@ -192,6 +192,8 @@ def claim_cases():
 
 CLAIM = Puzzle(
     key="15-c", cases=claim_cases, cooperative=True, judge=judge_claims,
+    on_race="a claim is not fixed by a barrier, which orders neither other blocks nor the read and the "
+            "write of one thread: cuda.atomic.add reads and adds in one step",
     work={**one_each("is_miss"), "claimed": ("write", 1)}, draw=("is_miss", "claimed", "count"),
     right="cuda.atomic.add returns the count before your add: every missing lane gets its own entry, in "
           "whatever order the threads come",
@@ -274,6 +276,8 @@ def hash_cases():
 
 HASH = Puzzle(
     key="15-d", cases=hash_cases, cooperative=True, judge=judge_table, draw=("top_k", "table", "inserted"),
+    on_race="between two phases (fill, insert, copy) the fix is a barrier outside any if; inside the insert "
+            "it is cuda.atomic.cas, which tests and sets an entry in one step",
     right="fill, barrier, insert with cas (a repeat finds its key and stops), barrier, copy out: the "
           "barriers keep the fill, the inserts and the copy apart",
     hints=(

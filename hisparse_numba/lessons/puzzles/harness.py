@@ -82,6 +82,7 @@ class Puzzle:
     a last check once the outputs are right (in the simulator: who moved what). ``draw_shared``:
     whether pictures show the kernel's shared arrays (not when they belong to a given device function).
     ``as_values``: ``(case, array) -> array`` as a picture of values shows it (words as float32 items).
+    ``on_race``: what this puzzle adds to a race report (when the fix is an atomic, not a barrier).
     """
 
     key: str
@@ -100,6 +101,7 @@ class Puzzle:
     extra: Callable | None = None
     draw_shared: bool = True
     as_values: Callable | None = None
+    on_race: str = ""
 
 
 # --- running the learner's kernel -------------------------------------------------------------
@@ -348,7 +350,9 @@ def problems_of(puzzle: Puzzle, run: Run):
     if found:
         return found
     if run.races:
-        return " ".join(run.races[:2]), run.raced[:64]
+        first = run.races[0] + (f" (but here: {puzzle.on_race})" if puzzle.on_race and
+                                run.races[0].startswith("a race") else "")
+        return " Also: ".join([first] + run.races[1:2]), run.raced[:64]
     if puzzle.judge is not None:
         found = puzzle.judge(run.case, {k: run.args[k] for k in run.case.want})
         if found:
