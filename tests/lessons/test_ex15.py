@@ -133,7 +133,7 @@ def votes(values, out_any, out_all, out_ballot, out_active):
     flag = values[t] > 0
     a = cuda.any_sync(0xFFFFFFFF, flag)
     b = cuda.all_sync(0xFFFFFFFF, flag)
-    c = cuda.ballot_sync(0x0000FFFF, flag)
+    c = cuda.ballot_sync(0xFFFFFFFF, flag)
     out_any[t], out_all[t], out_ballot[t], out_active[t] = a, b, c, cuda.activemask()
 
 
@@ -147,7 +147,7 @@ def test_warp_votes_match_a_gpu():
     got_any, got_all, got_ballot, got_active = outs
     assert got_any.tolist() == [1] * 64
     assert got_all.tolist() == [0] * 32 + [1] * 32
-    assert got_ballot.tolist() == [1 << 3] * 32 + [0xFFFF] * 32
+    assert got_ballot.tolist() == [(1 << 3) | (1 << 17)] * 32 + [0xFFFFFFFF] * 32
     assert got_active.tolist() == [0xFFFFFFFF] * 64
 
 

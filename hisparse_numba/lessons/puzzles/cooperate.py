@@ -276,6 +276,7 @@ def hash_cases():
 
 HASH = Puzzle(
     key="15-d", cases=hash_cases, cooperative=True, judge=judge_table, draw=("top_k", "table", "inserted"),
+    work={**one_each("top_k"), "inserted": ("write", 1)},
     on_race="between two phases (fill, insert, copy) the fix is a barrier outside any if; inside the insert "
             "it is cuda.atomic.cas, which tests and sets an entry in one step",
     right="fill, barrier, insert with cas (a repeat finds its key and stops), barrier, copy out: the "

@@ -247,6 +247,7 @@ def _describe_capacity(case, name, flat):
 
 CAPACITY = Puzzle(
     key="15-g", cases=capacity_cases, cooperative=True, describe=_describe_capacity, draw_shared=False,
+    work=_each("prefix_lens", "req_pool_indices"),
     draw=("req_pool_indices", "prefix_lens", "verify_offsets", "verify_num_valid", "enable"),
     right="padding rows verify nothing, a sliding window verifies only its last W positions, every thread "
           "calls the scan, and the plan is enabled only when the total fits (equal is fine)",

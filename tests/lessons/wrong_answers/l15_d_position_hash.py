@@ -58,4 +58,25 @@ NO_BARRIER_BEFORE_THE_COPY = race(make_build(copy_barrier=False), "a race", "s_h
 FILLS_ONE_ENTRY_PER_THREAD = wrong(make_build(fill_loop=False), "uninitialised shared memory", "s_hash[8]",
                                    simulator_only=True)
 INSERTS_REPEATS = wrong(make_build(repeats=False), 'case "duplicates"', "twice")
+@cuda.jit
+def serial_in_thread_zero(top_k, table, inserted):
+    r, k, size = cuda.blockIdx.x, cuda.threadIdx.x, table.shape[1]
+    if k == 0:                               # one thread builds the table: no race, no parallelism
+        for j in range(size):
+            table[r, j] = -1
+        for lane in range(top_k.shape[1]):
+            key = np.int64(top_k[r, lane])
+            h = ((key * HASH_MULTIPLIER) & 0xFFFFFFFF) % size
+            ok = 1
+            while table[r, h] != -1:
+                if (table[r, h] >> 16) == key:
+                    ok = 0
+                    break
+                h = (h + 1) % size
+            if ok == 1:
+                table[r, h] = (key << 16) | lane
+            inserted[r, lane] = ok
+
+
+SERIAL_IN_THREAD_ZERO = wrong(serial_in_thread_zero, "serial", simulator_only=True)
 NO_WRAP = wrong(make_build(wrap=False), 'case "wrap around the end"', simulator_only=True)

@@ -37,6 +37,22 @@ def make_capacity(count_padding=False, ignore_window=False, strict=False, early_
     return kernel
 
 
+@cuda.jit
+def serial_in_thread_zero(req_pool_indices, prefix_lens, swa_window_size, verify_capacity, verify_offsets,
+                          verify_num_valid, enable):
+    if cuda.threadIdx.x == 0:                # right numbers, one thread: no scan at all
+        total = 0
+        for r in range(req_pool_indices.shape[0]):
+            verify_offsets[r] = total
+            if req_pool_indices[r] != 0:
+                start = max(prefix_lens[r] - swa_window_size, 0) if swa_window_size > 0 else 0
+                total += max(prefix_lens[r] - start, 0)
+        verify_offsets[req_pool_indices.shape[0]] = total
+        verify_num_valid[0] = min(total, verify_capacity)
+        enable[0] = 1 if total <= verify_capacity else 0
+
+
+SERIAL_IN_THREAD_ZERO = wrong(serial_in_thread_zero, "serial", simulator_only=True)
 COUNTS_PADDING = wrong(make_capacity(count_padding=True), 'case "fits"', "verify_offsets[2]")
 IGNORES_WINDOW = wrong(make_capacity(ignore_window=True), 'case "fits exactly"')
 STRICT = wrong(make_capacity(strict=True), 'case "fits exactly"', "enable[0]")
