@@ -32,11 +32,9 @@ from typing import Callable
 import numpy as np
 
 from ... import device
-from .. import threadviz
+from .. import racecheck, simtrace, threadviz
 from ..ex00 import LearnerError, NotYet, learner_line, verdict
 from .warp_votes import DivergentVote
-
-from .. import racecheck, simtrace
 
 POISON = -77                             # every output starts as this: an element nobody wrote shows
 RUNAWAY_SECONDS = 20.0     # a case runs in well under a second; below simsched's stall limit (30 s)
