@@ -305,6 +305,23 @@ ENTRIES: list[Entry] = [
        "the lessons' order read.",
        "Restore docs/syllabus.md's '## Block N · name' headings and their lesson tables.", "00"),
 
+    # ---------------------------------------------------------------- zero-install routes (workshops)
+    _e("{repo} is not a GitHub repository: give OWNER/NAME or https://github.com/OWNER/NAME",
+       "The Colab cells, badges, Binder links and hub values name the repository the lessons come "
+       "from, and --repo was given something that is not one.",
+       "Pass --repo OWNER/NAME (or the repository's https://github.com/OWNER/NAME address).", "00"),
+    _e("source {source}: a URL or a path without quotes or backslashes",
+       "The Colab setup cell writes the source into Python code as a quoted string.",
+       "Pass a plain wheel URL, a wheel's path or a git+https URL.", "00"),
+    _e("--image {image}: a lower-case image name without a tag, e.g. registry.example.org/class/hisparse-numba-singleuser (the tags are :cpu and :gpu)",
+       "hub-values renames the hub's images; a tag or an upper-case letter would not be an image "
+       "name Kubernetes can pull.",
+       "Pass the image's registry path without a tag.", "00"),
+    _e("the hub values do not name {default} (the images of the pyproject repository)",
+       "hub-values renames the images deploy/hub/values.yaml names, and that file no longer names "
+       "the default ones.",
+       "Start from the shipped deploy/hub/values.yaml, or edit the image names by hand.", "00"),
+
     # ---------------------------------------------------------------- the kernel ladder (lesson 16)
     _e("version {number} needs {need} bytes of static shared memory at num_top_k={k}, hot_buffer_size={h}, block_size={bs}; the limit is {limit} (48 KiB): use a smaller size or version {default}",
        "The rung of the kernel ladder you chose keeps arrays in shared memory whose size grows with "

@@ -19,7 +19,7 @@ Lesson 15 (``ex15``) continues with threads that cooperate.
 
 from __future__ import annotations
 
-from .puzzles import harness, pictures
+from .puzzles import checker, harness, pictures
 from .puzzles.maps import CHAIN, CHUNKS, GATHER
 from .puzzles.rows import (CLOCK, HITS, PROBE, hash_find_reference, hash_table_reference,
                            hit_rows_reference, sample_position_dev)
@@ -34,32 +34,32 @@ SOLUTIONS = "lessons/solutions/14.py"
 
 def check_gather_guard(gather_words):
     """``gather_words(src_words, dst_words, src_locs, dst_locs, words_per_item)``: a thread per word."""
-    return harness.check(GATHER, gather_words)
+    return checker.check(GATHER, gather_words)
 
 
 def check_chunk_loop(copy_item_dev):
     """``copy_item_dev(src_words, src_loc, dst_words, dst_loc, words_per_item, lane, num_lanes)``."""
-    return harness.check(CHUNKS, copy_item_dev)
+    return checker.check(CHUNKS, copy_item_dev)
 
 
 def check_hit_test(hit_rows):
     """``hit_rows(tags, locs, top_k, seq_lens, num_real, hot_buffer_size, rows)``: a block per request."""
-    return harness.check(HITS, hit_rows)
+    return checker.check(HITS, hit_rows)
 
 
 def check_chain_step(mix3_dev):
     """``mix3_dev(prev_hash, token, position) -> uint64``: ``H(H(H(prev) ^ token) ^ position)``."""
-    return harness.check(CHAIN, mix3_dev)
+    return checker.check(CHAIN, mix3_dev)
 
 
 def check_hash_probe(hash_find_dev):
     """``hash_find_dev(table, size, key) -> lane or -1`` over the swap-in's position hash."""
-    return harness.check(PROBE, hash_find_dev)
+    return checker.check(PROBE, hash_find_dev)
 
 
 def check_clock_victim(pick_victims):
     """``pick_victims(ref, cursor, e_now, miss_count, ebits, victims)``: a block per request."""
-    return harness.check(CLOCK, pick_victims)
+    return checker.check(CLOCK, pick_victims)
 
 
 def show_gather_guard(gather_words, case=None):

@@ -19,7 +19,7 @@ threads, which element, which lines, where the barrier goes), on every run. Othe
 
 from __future__ import annotations
 
-from .puzzles import harness, pictures, warp_votes
+from .puzzles import checker, harness, pictures, warp_votes
 from .puzzles.cooperate import CLAIM, HASH, STAGE, VOTE
 from .puzzles.scans import (CAPACITY, PLAN, SCAN, SCAN_MAX, miss_numbers_reference, miss_plan_reference,
                             plan_inputs)
@@ -36,39 +36,39 @@ SOLUTIONS = "lessons/solutions/15.py"
 
 def check_stage_row(mark_first):
     """``mark_first(sorted_pos, first)``: a block per row, the row staged in shared memory."""
-    return harness.check(STAGE, mark_first)
+    return checker.check(STAGE, mark_first)
 
 
 def check_warp_vote(vote_misses):
     """``vote_misses(rows, num_real, any_miss, miss_mask)``: a warp of 32 threads per request."""
-    return harness.check(VOTE, vote_misses)
+    return checker.check(VOTE, vote_misses)
 
 
 def check_atomic_claim(claim_slots):
     """``claim_slots(is_miss, claimed, count)``: a thread per lane, several blocks."""
-    return harness.check(CLAIM, claim_slots)
+    return checker.check(CLAIM, claim_slots)
 
 
 def check_position_hash(build_position_hash):
     """``build_position_hash(top_k, table, inserted)``: a block per row, the table in shared memory."""
-    return harness.check(HASH, build_position_hash)
+    return checker.check(HASH, build_position_hash)
 
 
 def check_miss_scan(number_misses):
     """``number_misses(is_miss, miss_rank, miss_total)``: a block per row."""
-    return harness.check(SCAN, number_misses)
+    return checker.check(SCAN, number_misses)
 
 
 def check_miss_plan(write_miss_plan):
     """``write_miss_plan(is_miss, top_k, req_pool_indices, host_locs, device_locs, evict, num_real,
     miss_src, miss_dst, miss_count)``: a block per batch row."""
-    return harness.check(PLAN, write_miss_plan)
+    return checker.check(PLAN, write_miss_plan)
 
 
 def check_verify_capacity(verify_capacity_kernel):
     """``verify_capacity_kernel(req_pool_indices, prefix_lens, swa_window_size, verify_capacity,
     verify_offsets, verify_num_valid, enable)`` with one block of 32 threads."""
-    return harness.check(CAPACITY, verify_capacity_kernel)
+    return checker.check(CAPACITY, verify_capacity_kernel)
 
 
 def show_stage_row(kernel, case=None):

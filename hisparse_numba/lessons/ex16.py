@@ -23,8 +23,9 @@ from ..device import cuda
 from ..hisparse.single_step import versions
 from ..hisparse.single_step.launch import STATIC_SHARED_LIMIT
 from .common import figure, show
-from .ex00 import verdict
-from .ex14 import arena, compare, launch, out_of_bounds, report, _first
+from . import threadviz
+from .ex00 import LearnerError, NotYet, learner_line, verdict
+from .puzzles.harness import arena, is_stub, out_of_bounds
 
 PERFORMANCE_MD = Path(__file__).resolve().parents[2] / "docs" / "performance.md"
 BENCH_COMMAND = "hisparse-numba bench swap-in --versions --markdown docs/performance.md"
@@ -214,6 +215,53 @@ def _time_on_gpu(kernel) -> str:
             f"your hash {us['hash']:.1f} us ({us['scan'] / us['hash']:.1f}x)")
 
 
+# --- running a learner's stage -----------------------------------------------------------------
+
+def _launch_stage(kernel, args: dict):
+    """``kernel[1, STAGE_THREADS](*args)`` in place: its trace in the simulator, None on a GPU. The
+    learner's NotImplementedError or other exception becomes NotYet / LearnerError."""
+    if not device.SIMULATOR and is_stub(kernel):       # a GPU kernel cannot raise: read its source
+        raise NotYet("the stub still raises NotImplementedError: fill it in")
+    try:
+        if device.SIMULATOR:
+            names = [k for k, v in args.items() if isinstance(v, np.ndarray)]
+            return threadviz.record(kernel, 1, STAGE_THREADS, *args.values(), names=names)
+        dev = {k: device.to_device(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
+        device.launch(kernel, 1, STAGE_THREADS, *dev.values())
+        device.synchronize()
+        for k, v in dev.items():
+            if isinstance(args[k], np.ndarray):
+                args[k][...] = device.to_host(v)
+        return None
+    except NotImplementedError as err:
+        raise NotYet(str(err).split(": ", 1)[-1]) from None
+    except Exception as err:  # noqa: BLE001 - an error inside the learner's kernel is theirs
+        raise LearnerError(f"your kernel raised {type(err).__name__}: {err}{learner_line(kernel, err)}") from None
+
+
+def _first_wrong(trace, got, want, describe):
+    """(message about the first element of ``hit_lane`` that differs, the elements to outline)."""
+    bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+    if bad.size == 0:
+        return None, []
+    p = int(bad[0])
+    writers = trace.writers("hit_lane").get(p, []) if trace is not None else []
+    who = (f"your thread {' and '.join(sorted({a.who for a in writers}))} wrote" if writers
+           else "no thread wrote" if trace is not None else "")
+    more = f" ({bad.size} elements differ)" if bad.size > 1 else ""
+    return (f"{who} {describe(p)}: {got.reshape(-1)[p]} where the reference has {want.reshape(-1)[p]}"
+            f"{more}").strip(), [("hit_lane", int(i)) for i in bad[:64]]
+
+
+def _draw_wrong(trace, highlight) -> None:
+    if trace is not None:
+        import matplotlib.pyplot as plt
+
+        threadviz.draw(trace, ["slot_tags", "hit_lane"], highlight=highlight,
+                       title="your stage's accesses (red outline: a wrong element)")
+        plt.show()
+
+
 @verdict
 def check_hit_stage(kernel):
     """``kernel(top_k_tokens, slot_tags, newest, hit_lane)``, one block: ``hit_lane[p]`` = the lane
@@ -224,21 +272,23 @@ def check_hit_stage(kernel):
         want = hit_lanes_reference(top_k, tags, newest)
         args = dict(top_k_tokens=arena(top_k), slot_tags=arena(tags), newest=newest,
                     hit_lane=arena(np.full(tags.shape, -2, np.int32)))
-        trace = launch(kernel, 1, STAGE_THREADS, args)
+        trace = _launch_stage(kernel, args)
 
         def describe(p, tags=tags):
             return f"hit_lane[{p}] (slot tag {tags[p]})"
-        msg, hl = _first(compare(trace, "hit_lane", args["hit_lane"], want, describe), "hit_lane", trace)
         got = args["hit_lane"]
+        msg, hl = _first_wrong(trace, got, want, describe)
         if msg and (got == -2).any():
             msg += ("; some slots were never looked up: each thread takes slots tid, tid + blockDim.x, ... "
                     "(there are more slots than threads)")
         elif msg and newest in tags and got[list(tags).index(newest)] >= 0:
             msg += ("; the slot holding the newest position (seq_len - 1) is not a hit: that lane reads "
                     "column H, so leave the newest position out of the hash")
-        ok, message = report(trace, [out_of_bounds(trace), msg], hl, ["slot_tags", "hit_lane"])
-        if not ok:
-            return False, message
+        outside = out_of_bounds(trace)
+        problems = [m for m in (outside[0] if outside else None, msg) if m]
+        if problems:
+            _draw_wrong(trace, hl)
+            return False, "; ".join(problems)
     if "hash_find_dev(" not in src:
         return False, ("wrong: hit_lane is right, the way version 1 finds it: look each slot up in the hash "
                        "(hash_find_dev) instead of scanning the lanes")

@@ -33,7 +33,7 @@ import numpy as np
 
 from ... import device
 from .. import racecheck, simtrace, threadviz
-from ..ex00 import LearnerError, NotYet, learner_line, verdict
+from ..ex00 import LearnerError, NotYet, learner_line
 from .warp_votes import DivergentVote
 
 POISON = -77                             # every output starts as this: an element nobody wrote shows
@@ -367,28 +367,6 @@ def problems_of(puzzle: Puzzle, run: Run):
 
 
 # --- the verdict, the picture, the hints ------------------------------------------------------
-
-
-def check(puzzle: Puzzle, learner) -> bool:
-    """Run ``learner`` on every case of ``puzzle``; print ``right:``/``wrong:``/``not yet:``."""
-    return _check(puzzle, learner)
-
-
-@verdict
-def _check(puzzle: Puzzle, learner):
-    cases = puzzle.cases()
-    for case in cases:
-        run = run_case(puzzle, learner, case)
-        found = problems_of(puzzle, run)
-        if found:
-            text, highlight = found
-            from . import pictures
-
-            pictures.draw_run(puzzle, run, highlight, f"{case.label()}: your kernel is wrong here "
-                              "(red outline: a wrong element; red below a grid: past its end)")
-            return False, f"{case.label()}: {text}"
-    names = ", ".join(c.name for c in cases)
-    return True, f"right: all {len(cases)} cases ({names}): {puzzle.right}"
 
 
 def hint(puzzles: dict, solutions: str, letter: str, level: int = 1) -> None:
