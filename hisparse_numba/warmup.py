@@ -42,6 +42,7 @@ class Task:
     kwargs: dict = field(default_factory=dict, hash=False, compare=False)
     seconds: float = 3.0        # about how long it compiles on a GPU's host (H200): longest start first
     simulator_only: bool = False  # what only a lesson's simulator branch launches (a GPU skips it)
+    gpu_only: bool = False        # what only a lesson's GPU branch launches (the simulator skips it)
 
     def run(self) -> float:
         t0 = time.perf_counter()
@@ -75,8 +76,9 @@ def strided_copy(a, columns: int | None = None):
 def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool = True, *,
                 batch: int = 3, block_size: int = 32, index_dtype: str = "int32", skip_io=(False,),
                 strided_plan: bool = False, replay: bool = False,
-                unchecked_hot: int | None = None) -> None:
-    """The single-step swap-in of one (K, H, plan) configuration, for each ``skip_io``; with
+                unchecked_hot: int | None = None, rungs=None) -> None:
+    """The single-step swap-in of one (K, H, plan) configuration, for each ``skip_io`` and each rung
+    of the kernel ladder in ``rungs`` (None: every rung whose shared memory fits); with
     ``strided_plan`` the plan arrays are strided views; with ``replay`` the planned copy replays
     the recorded plan into another layer, both ``skip_io`` values. ``unchecked_hot`` launches the
     checked call again, unchecked, with a smaller hot buffer size (lesson 09's H < K, which the
@@ -86,7 +88,12 @@ def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool
     from .hisparse.single_step.examples import make_swap_in_problem, planned_copy_args, to_device_problem
     from .hisparse.single_step.planned_copy import copy_cache_planned_mla
     from .hisparse.single_step import (check_swap_in, launch_unchecked, load_cache_to_device_buffer_mla,
-                                   load_cache_to_device_buffer_mla_reference)
+                                   load_cache_to_device_buffer_mla_reference, versions)
+    from .hisparse.single_step.launch import STATIC_SHARED_LIMIT
+
+    if rungs is None:
+        rungs = [n for n in versions.VERSIONS if versions.module(n).shared_memory_bytes(
+            num_top_k, hot_buffer_size, block_size) <= STATIC_SHARED_LIMIT]
 
     rng = np.random.default_rng(0)
     for skip in skip_io:
@@ -98,7 +105,8 @@ def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool
         if strided_plan:
             d["miss_src"], d["miss_dst"] = strided_copy(d["miss_src"]), strided_copy(d["miss_dst"])
         if unchecked_hot is None:
-            load_cache_to_device_buffer_mla(**d)
+            for version in rungs:       # each rung writes the same state: launching again is fine
+                load_cache_to_device_buffer_mla(**d, version=version)
         else:
             call = check_swap_in(**d)
             launch_unchecked(call._replace(hot_buffer_size=unchecked_hot))
@@ -203,10 +211,10 @@ def _spec(batch, steps, top_k, hot, record, why, **options):
                 seconds=45.0)
 
 
-def _single(why, simulator_only=False, **options):
+def _single(why, simulator_only=False, gpu_only=False, **options):
     label = ", ".join(f"{k}={v}" for k, v in options.items())
     return Task(f"single-step swap-in {label} ({why})", "hisparse_numba.warmup", "single_step", options,
-                simulator_only=simulator_only)
+                simulator_only=simulator_only, gpu_only=gpu_only)
 
 
 # What the lessons launch (tests/test_warmup_coverage.py fails, naming lesson and kernel, when a
@@ -234,6 +242,10 @@ LESSON_TASKS = (
          "compile_examples"),
     Task("benchmark harness kernels (lesson 11 times its gathers on a GPU; bench)", "hisparse_numba.warmup",
          "compile_harness"),
+    Task("lesson 16's version-1 hit stage", "hisparse_numba.lessons.ex16", "warm_up"),
+    # lesson 16 on a GPU times every rung with the ladder benchmark (its sizes, int64 indices)
+    *(_single("lesson 16 on a GPU, the ladder", gpu_only=True, num_top_k=2048, hot_buffer_size=4096,
+              batch=2, block_size=1024, index_dtype="int64", record_plan=rec) for rec in (True, False)),
 )
 # The compile examples of every family (the compile-only check and the tests use them), the
 # sanitizer workload, the single-step fuzz, and the benchmark harness.
@@ -285,7 +297,8 @@ def tasks_for(which: str) -> tuple:
         from .bench import spec
 
         tasks += bench_spec_tasks(spec.DEFAULT_BATCHES, spec.DEFAULT_VARIANTS)
-    return tuple(t for t in tasks if device.backend() != "cuda" or not t.simulator_only)
+    on_gpu = device.backend() == "cuda"
+    return tuple(t for t in tasks if not (t.simulator_only if on_gpu else t.gpu_only))
 
 
 # ----------------------------------------------------------------------------------- running

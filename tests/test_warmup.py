@@ -160,6 +160,15 @@ def test_a_gpu_skips_what_only_the_simulator_launches(monkeypatch):
     assert not set(sim_only) & set(warmup.tasks_for("all"))
 
 
+def test_the_simulator_skips_what_only_a_gpu_launches(monkeypatch):
+    gpu_only = [t for t in warmup.LESSON_TASKS if t.gpu_only]
+    assert gpu_only                              # lesson 16 times the ladder at sglang's sizes
+    monkeypatch.setattr(device, "backend", lambda: "cuda")
+    assert set(gpu_only) <= set(warmup.tasks_for("lessons"))
+    monkeypatch.setattr(device, "backend", lambda: "simulator")
+    assert not set(gpu_only) & set(warmup.tasks_for("all"))
+
+
 def test_recorder_also_sees_launches_of_modules_that_imported_launch_by_name():
     import types as pytypes
 

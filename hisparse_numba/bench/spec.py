@@ -27,6 +27,10 @@ layers) copied by the harness's zero-copy gather with no decisions at all, and `
 floor %: what any kernel that decides its copies on the GPU can reach at best. For scale,
 sglang's C++ launch pair (gather, then commit): 28 us (batch 1), 92 us (batch 8), 613 us
 (batch 64).
+
+``--versions`` times the kernel ladder instead (``ladder.py``: every rung of
+``speculative/versions.py``, checked against the reference first, at batch 1, 8 and 64);
+``--check-only`` checks every rung at small sizes and times nothing (the simulator too).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy as np
 
 from .. import device
 from ..hisparse.speculative.examples import make_spec_problem, set_selection, wrong_items, snapshot
+from . import ladder
 from .harness import gpu_time_ms, h2d_pinned_gbps, print_table, require_gpu, zero_copy_gather_ms
 
 NUM_STEPS, TOP_K, HOT, PAGE = 4, 2048, 4096, 64
@@ -55,6 +60,7 @@ def add_arguments(parser) -> None:
                         help="what to time: lru_1_full (four single-step calls), spec_1_full (one "
                              "speculative call), spec_4_full (four index layers), spec_1_full_3_shared "
                              "(an anchor call plus three plan replays); default all four")
+    ladder.add_arguments(parser)
 
 
 def selections(batch: int, calls: int, hits_base: int = 0) -> np.ndarray:
@@ -73,6 +79,8 @@ def selections(batch: int, calls: int, hits_base: int = 0) -> np.ndarray:
 
 
 def run(args) -> int:
+    if ladder.requested(args):
+        return ladder.run(ladder.SPEC, args)
     require_gpu("spec")
     from ..hisparse.single_step import planned_copy
     from ..hisparse.speculative import (check_speculative, launch_unchecked,
@@ -173,20 +181,22 @@ def run(args) -> int:
     return 0
 
 
-def _graph_call_us(kw, sel, calls: int) -> float:
+def _graph_call_us(kw, sel, calls: int, version=None) -> float:
     """GPU microseconds per speculative call replayed from a CUDA graph, as sglang's decode loop
     runs it: one graph holds ``calls`` calls, each a selection copy and a launch on arguments
-    checked once; the copies alone, captured the same way, are subtracted."""
+    checked once; the copies alone, captured the same way, are subtracted. ``version``: the rung
+    of the kernel ladder (None: the tuned one)."""
     from ..hisparse.speculative import check_speculative, launch_unchecked
     from .startup import spec_call
 
     call = check_speculative(**spec_call(kw))
+    launch = launch_unchecked if version is None else (lambda c: launch_unchecked(c, version=version))
 
-    def copies(launch: bool):
+    def copies(with_launches: bool):
         for i in range(calls):
             kw["top_k_tokens"][...] = sel[i]
-            if launch:
-                launch_unchecked(call)
+            if with_launches:
+                launch(call)
 
     with_calls = device.capture_graph(lambda: copies(True))
     copies_only = device.capture_graph(lambda: copies(False))

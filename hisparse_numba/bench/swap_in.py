@@ -14,6 +14,10 @@ Printed per batch: kernel time (CUDA events around back-to-back launches of pre-
 arguments), per-call latency of the public launcher (validation included) and of a bare launch,
 miss bytes per second, and that rate as a fraction of the pinned host-to-device memcpy
 bandwidth measured in the same run.
+
+``--versions`` times the kernel ladder instead (``ladder.py``: every rung of
+``single_step/versions.py``, checked against the reference first, at batch 1, 8 and 64);
+``--check-only`` checks every rung at small sizes and times nothing (the simulator too).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 
 from .. import device
 from ..hisparse import single_step as si
-from . import harness
+from . import harness, ladder
 
 
 def add_arguments(parser) -> None:
@@ -35,18 +39,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--miss-rate", type=float, default=0.2, help="share of the top-k that misses (default 0.2)")
     parser.add_argument("--block-size", type=int, default=1024, help="threads per block (default 1024)")
     parser.add_argument("--iters", type=int, default=20, help="timed calls per figure (default 20)")
+    ladder.add_arguments(parser)
 
 
 class Workload:
     """One batch's arrays on the device and the rotating queries."""
 
-    def __init__(self, batch, K, H, item, miss_rate, block_size):
+    def __init__(self, batch, K, H, item, miss_rate, block_size, version=None):
         misses = max(1, int(round(K * miss_rate)))
         hits = K - misses
         windows = math.ceil((H - hits) / misses) + 1
         seq_len = H + windows * misses + 1          # the newest position is never selected
         self.batch, self.K, self.H, self.item = batch, K, H, item
         self.misses, self.windows, self.block_size = misses, windows, block_size
+        self.version = version                      # the kernel ladder's rung (None: the tuned one)
         R = batch
         tags = np.full((R, H + 1), -1, np.int32)
         tags[:, :H] = np.arange(H)
@@ -81,19 +87,19 @@ class Workload:
         """One bare kernel launch (pre-converted arguments, no validation)."""
         i = self.step % self.windows
         self.step += 1
-        si.launch_unchecked(self.calls[i], self.prepared[i])
+        si.launch_unchecked(self.calls[i], self.prepared[i], version=self.version)
 
     def plan_only(self):
         """One bare launch with ``skip_io``: the planning phases alone, no bytes moved."""
         i = self.step % self.windows
         self.step += 1
-        si.launch_unchecked(self.calls[i]._replace(skip_io=True), self.prepared[i])
+        si.launch_unchecked(self.calls[i]._replace(skip_io=True), self.prepared[i], version=self.version)
 
     def call(self, **extra):
         """One call of the public launcher (validation included)."""
         q = self.queries[self.step % self.windows]
         self.step += 1
-        si.load_cache_to_device_buffer_mla(**self.kwargs(q, **extra))
+        si.load_cache_to_device_buffer_mla(**self.kwargs(q, **extra), version=self.version)
 
     def check_misses(self):
         xp = device.xp
@@ -107,6 +113,8 @@ class Workload:
 
 
 def run(args) -> int:
+    if ladder.requested(args):
+        return ladder.run(ladder.SWAP_IN, args)
     harness.require_gpu("swap-in")
     batches = [int(b) for b in str(args.batches).split(",") if b]
     floor = harness.h2d_pinned_gbps()

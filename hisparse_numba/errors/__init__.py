@@ -14,8 +14,8 @@ entry names a lesson that exists.
 for Numba's own warning, ``"hisparse-numba"`` for the checks this project adds where sglang
 checks nothing and a mistake corrupts memory or state silently.
 
-Lessons 00-13 each teach one error (``lesson``); ``also`` names further lessons where the same
-error matters (lesson 14, the kernel puzzles, teaches no error of its own).
+Lessons 00-13 and 16 each teach one error (``lesson``); ``also`` names further lessons where the
+same error matters (lesson 14, the kernel puzzles, teaches no error of its own).
 
 The package, one concern a module:
 

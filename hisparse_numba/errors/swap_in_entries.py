@@ -273,4 +273,20 @@ ENTRIES: list[Entry] = [
        "The thread recorder (threadviz.record, racecheck.run) reports every access by array name, and "
        "two array arguments were given the same one.",
        "Give each array argument its own name, in argument order.", "00"),
+
+    # ---------------------------------------------------------------- the kernel ladder (lesson 16)
+    _e("version {number} needs {need} bytes of static shared memory at num_top_k={k}, hot_buffer_size={h}, block_size={bs}; the limit is {limit} (48 KiB): use a smaller size or version {default}",
+       "The rung of the kernel ladder you chose keeps arrays in shared memory whose size grows with "
+       "these sizes (version 1 of the single-step swap-in: 3 bytes per hot slot and 13 per lane). "
+       "A block's static shared arrays may not pass 48 KiB: on a GPU the compiler refuses the kernel "
+       "(ptxas: \"uses too much shared data\"); the simulator has no such limit, so the launcher "
+       "checks it in both worlds.",
+       "Use the tuned rung (version=None), whose shared memory does not grow with the hot buffer, "
+       "or smaller sizes for the plain one.", "16"),
+    _e("version must be an int or None, got {type}",
+       "A kernel-ladder rung is chosen by its number (a bool, float or string is not one).",
+       "Pass one of the numbers in the family's versions.VERSIONS, or None for the tuned rung.", "16"),
+    _e("version must be one of {versions}, got {version}",
+       "No rung of the kernel ladder has that number.",
+       "Pass one of the numbers the message lists, or None for the tuned rung.", "16"),
 ]

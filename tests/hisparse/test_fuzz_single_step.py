@@ -20,6 +20,7 @@ import pytest
 
 from hisparse_numba import device
 from hisparse_numba.hisparse.single_step import planned_copy_checks as pc
+from hisparse_numba.hisparse.single_step import versions
 from hisparse_numba.hisparse.single_step import checks as sc
 from hisparse_numba.hisparse.single_step import value_checks as sv
 from hisparse_numba.hisparse.single_step.examples import (ARRAY_KEYS, copy_problem, make_swap_in_problem, new_queries,
@@ -36,6 +37,8 @@ from hisparse_numba.hisparse.single_step.workloads import BLOCKS, SIZES
 SEED = 20261130
 FUZZ_CONFIGS = int(os.environ.get("HISPARSE_NUMBA_FUZZ_CONFIGS", 1000 if ON_GPU else 6))
 CHECK_CASES = 200 if ON_GPU else 24
+LOWER_RUNGS = [n for n in sorted(versions.VERSIONS) if n != versions.DEFAULT]
+LOWER_RUNG_CONFIGS = FUZZ_CONFIGS // 4 if ON_GPU else FUZZ_CONFIGS
 
 
 def draw_problem(rng):
@@ -61,8 +64,9 @@ def assert_same(expected, got, what):
                 f"{what}: {k} differs from the reference"
 
 
-def run_config(seed: int) -> None:
-    rng = np.random.default_rng(seed)
+def swap_in_steps(rng, seed: int, version=None) -> dict:
+    """Two swap-in steps of rung ``version`` (None: the default) of one drawn configuration, each
+    equal to the reference on every array; the NumPy state afterwards."""
     problem = draw_problem(rng)
     problem["skip_io"] = bool(rng.random() < 0.2)
     d = to_device_problem(problem)
@@ -70,10 +74,16 @@ def run_config(seed: int) -> None:
         if step:
             new_queries(rng, problem, grow=True)
             d = to_device_problem(problem)
-        load_cache_to_device_buffer_mla(**d)
+        load_cache_to_device_buffer_mla(**d, version=version)
         load_cache_to_device_buffer_mla_reference(**problem)
-        assert_same(problem, to_host_problem(d), f"seed {seed}, swap-in step {step}")
+        assert_same(problem, to_host_problem(d), f"seed {seed}, version {version}, swap-in step {step}")
         problem = to_host_problem(d)
+    return problem
+
+
+def run_config(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    problem = swap_in_steps(rng, seed)
 
     if problem["miss_src"] is not None:
         layer = rng.integers(0, 256, problem["device_buffer"].size, dtype=np.uint8)
@@ -107,6 +117,16 @@ def test_random_valid_configurations_equal_the_reference(chunk):
         run_config(SEED + i)
 
 
+@slow_on_gpu
+@pytest.mark.parametrize("version", LOWER_RUNGS)
+@pytest.mark.parametrize("chunk", range(2))
+def test_every_lower_rung_equals_the_reference_on_the_fuzz(version, chunk):
+    """The ladder's lower rungs on the fuzz's swap-in steps (the replay and the gather after them
+    do not depend on the rung)."""
+    for i in range(chunk, LOWER_RUNG_CONFIGS, 2):
+        swap_in_steps(np.random.default_rng(SEED + i), SEED + i, version)
+
+
 @pytest.mark.slow
 def test_warmup_covers_the_fuzz():
     """Every kernel specialisation the fuzz launches is one ``warmup --tests`` compiles, so the
@@ -122,6 +142,8 @@ def test_warmup_covers_the_fuzz():
     with warmup.recording_launches(fuzzed):
         for i in range(40 if ON_GPU else 6):
             run_config(SEED + i)
+            for version in LOWER_RUNGS:
+                swap_in_steps(np.random.default_rng(SEED + i), SEED + i, version)
     assert fuzzed and not fuzzed - compiled, sorted(fuzzed - compiled)
 
 

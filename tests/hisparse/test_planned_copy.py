@@ -11,7 +11,7 @@ from hisparse_numba.hisparse.single_step.examples import (
     make_swap_in_problem, planned_copy_args, to_device_problem, to_host_problem)
 from hisparse_numba.hisparse.single_step.planned_copy import (
     copy_cache_planned_mla, copy_cache_planned_mla_reference)
-from hisparse_numba.hisparse.single_step import load_cache_to_device_buffer_mla
+from hisparse_numba.hisparse.single_step import load_cache_to_device_buffer_mla, versions
 
 from ..conftest import ON_GPU
 from .plan_misuse import plan_misuse
@@ -85,15 +85,17 @@ def test_skip_io_moves_no_bytes(rng):
     assert not run_kernel(p).any()
 
 
+@pytest.mark.parametrize("version", sorted(versions.VERSIONS))
 @pytest.mark.parametrize("K,H,block", [(2048, 4096, 1024)] if ON_GPU else [(8, 16, 32)])
-def test_replay_into_second_layer_equals_anchor(K, H, block):
-    """The anchor layer records a plan; replaying it into a lockstep layer gives the same bytes."""
+def test_replay_into_second_layer_equals_anchor(K, H, block, version):
+    """The anchor layer records a plan (with each rung of the swap-in's ladder); replaying it into a
+    lockstep layer gives the same bytes."""
     rng = np.random.default_rng(9)
     p = make_swap_in_problem(rng, batch=4, num_top_k=K, hot_buffer_size=H, block_size=block,
                              num_real=3, fast_rows=1, item_size_bytes=48)
     d = to_device_problem(p)
     layer = device.to_device(p["device_buffer"])   # same starting bytes as the anchor
-    load_cache_to_device_buffer_mla(**d)
+    load_cache_to_device_buffer_mla(**d, version=version)
     copy_cache_planned_mla(**planned_copy_args(d, layer, num_blocks=2, block_size=64))
     anchor = to_host_problem(d)["device_buffer"]
     assert not np.array_equal(anchor, p["device_buffer"])   # something was copied

@@ -1,6 +1,7 @@
 """Single-step swap-in: hand cases (docs/single-step-swap-in.md#worked-examples), kernel vs
 reference, state over calls, padded rows, fast path, validation with byte-identical rejection,
-sanitizers on a GPU."""
+sanitizers on a GPU. Every rung of the kernel ladder (``versions.VERSIONS``) runs the cases that
+compare a kernel with the reference; validation, shared by the rungs, runs on the default one."""
 
 import re
 
@@ -16,11 +17,14 @@ from hisparse_numba.hisparse.single_step.examples import (
     to_host_problem)
 from hisparse_numba.hisparse.single_step.planned_copy import copy_cache_planned_mla
 from hisparse_numba.hisparse.single_step import (
-    load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference)
+    check_swap_in, launch_unchecked, load_cache_to_device_buffer_mla,
+    load_cache_to_device_buffer_mla_reference, versions)
 from ..conftest import ON_GPU, assert_sanitizer_clean, slow_on_gpu
 from .plan_misuse import plan_misuse
 
-IMPLS = ["reference", "kernel"]
+VERSIONS = sorted(versions.VERSIONS)
+KERNELS = [f"v{n}" for n in VERSIONS]      # a kernel impl names its rung
+IMPLS = ["reference"] + KERNELS
 HAND_BLOCK = 256 if ON_GPU else 32
 # sglang's sizes on the GPU, small ones in the simulator: (K, H, block_size, batch)
 SIZES = ([(2048, 4096, bs, 4) for bs in (256, 512, 960, 1024)] if ON_GPU
@@ -28,12 +32,13 @@ SIZES = ([(2048, 4096, bs, 4) for bs in (256, 512, 960, 1024)] if ON_GPU
 
 
 def run(impl, p):
-    """Run one implementation on a NumPy problem; returns the NumPy state afterwards."""
+    """Run one implementation ("reference" or a rung "vN") on a NumPy problem; returns the NumPy
+    state afterwards."""
     if impl == "reference":
         load_cache_to_device_buffer_mla_reference(**p)
         return p
     d = to_device_problem(p)
-    load_cache_to_device_buffer_mla(**d)
+    load_cache_to_device_buffer_mla(**d, version=int(impl[1:]))
     return to_host_problem(d)
 
 
@@ -146,7 +151,7 @@ def test_fast_path_overwrites_stale_output(impl):
     assert p["top_k_device_locs"].tolist() == [[7, -1, -1, -1]]
 
 
-@pytest.mark.parametrize("impl", ["reference"] + (["kernel"] if ON_GPU else []))
+@pytest.mark.parametrize("impl", ["reference"] + (KERNELS if ON_GPU else []))
 def test_large_lru_writeback(impl):
     K, H, seq_len = 2048, 4096, 7299
     query = np.concatenate([np.arange(1000, 2000), np.arange(5000, 6048)]).astype(np.int32)
@@ -164,21 +169,23 @@ def test_large_lru_writeback(impl):
 
 
 # ---------------------------------------------------------------- kernel vs reference
-def check_against_reference(p):
+def check_against_reference(p, version):
     expected = copy_problem(p)
     load_cache_to_device_buffer_mla_reference(**expected)
-    assert_same(expected, run("kernel", p))
+    assert_same(expected, run(f"v{version}", p))
     return expected
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("K,H,block,batch", SIZES)
-def test_random_problem_matches_reference(K, H, block, batch):
+def test_random_problem_matches_reference(K, H, block, batch, version):
     rng = np.random.default_rng(K * 7 + block)
     p = make_swap_in_problem(rng, batch=batch, num_top_k=K, hot_buffer_size=H, block_size=block,
                              item_size_bytes=64 if ON_GPU else 32, num_real=batch - 1, fast_rows=1)
-    check_against_reference(p)
+    check_against_reference(p, version)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @slow_on_gpu(seconds=120)   # about 2 min on the H200: hypothesis' examples reach new specialisations
 @settings(max_examples=10 if not ON_GPU else 25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
@@ -187,7 +194,7 @@ def test_random_problem_matches_reference(K, H, block, batch):
        item=st.sampled_from([16, 48]), page=st.integers(1, 3), idx64=st.booleans(),
        hit=st.floats(0, 1), resident=st.floats(0, 1))
 def test_hypothesis_kernel_equals_reference(seed, batch, K, extra_h, block, record, item, page,
-                                            idx64, hit, resident):
+                                            idx64, hit, resident, version):
     rng = np.random.default_rng(seed)
     num_real = int(rng.integers(0, batch + 1))
     p = make_swap_in_problem(rng, batch=batch, num_top_k=K, hot_buffer_size=K + extra_h,
@@ -196,11 +203,12 @@ def test_hypothesis_kernel_equals_reference(seed, batch, K, extra_h, block, reco
                              fast_rows=int(rng.integers(0, num_real + 1)),
                              index_dtype=np.int64 if idx64 else np.int32,
                              hit_fraction=hit, resident_fraction=resident)
-    check_against_reference(p)
+    check_against_reference(p, version)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("K,H,block,batch", SIZES[:1] + SIZES[-1:])
-def test_state_carries_over_calls(K, H, block, batch):
+def test_state_carries_over_calls(K, H, block, batch, version):
     """Several decode steps in sequence: each step's tags/LRU feed the next."""
     rng = np.random.default_rng(3)
     p = make_swap_in_problem(rng, batch=batch, num_top_k=K, hot_buffer_size=H, block_size=block,
@@ -208,22 +216,23 @@ def test_state_carries_over_calls(K, H, block, batch):
     d = to_device_problem(p)
     for step in range(3):
         load_cache_to_device_buffer_mla_reference(**p)
-        load_cache_to_device_buffer_mla(**d)
+        load_cache_to_device_buffer_mla(**d, version=version)
         assert_same(p, to_host_problem(d))
         new_queries(rng, p, hit_fraction=0.7, grow=True)
         for k in ("top_k_tokens", "seq_lens", "host_cache_locs"):
             d[k] = device.to_device(p[k])
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("K,H,block,batch", SIZES[:1])
-def test_skip_io_plans_without_moving_bytes_then_replay(K, H, block, batch):
+def test_skip_io_plans_without_moving_bytes_then_replay(K, H, block, batch, version):
     rng = np.random.default_rng(5)
     p = make_swap_in_problem(rng, batch=batch, num_top_k=K, hot_buffer_size=H, block_size=block)
     expected = copy_problem(p)
     load_cache_to_device_buffer_mla_reference(**expected)
     d = to_device_problem(p)
     d["skip_io"] = True
-    load_cache_to_device_buffer_mla(**d)
+    load_cache_to_device_buffer_mla(**d, version=version)
     got = to_host_problem(d)
     np.testing.assert_array_equal(got["device_buffer"], p["device_buffer"])
     got["device_buffer"] = expected["device_buffer"]
@@ -303,7 +312,7 @@ def snapshot(p):
     return {k: device.to_host(v).tobytes() for k, v in p.items() if k in ARRAY_KEYS and v is not None}
 
 
-@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("impl", ["reference", "kernel"])
 @pytest.mark.parametrize("name,mutate,message", MISUSE, ids=[m[0] for m in MISUSE])
 def test_rejected_call_writes_nothing(impl, name, mutate, message):
     rng = np.random.default_rng(11)
@@ -426,3 +435,46 @@ def test_a_decode_loop_reuses_the_check_kernels_argument_list():
     load_cache_to_device_buffer_mla(**p)
     assert device._last_launch[kernel].kargs is first and device._last_launch[kernel].grid == 3
     assert CHECK_BLOCK == device._last_launch[kernel].block
+
+
+# ---------------------------------------------------------------- the version argument
+@pytest.mark.parametrize("version,error,message", [
+    (True, TypeError, "version must be an int or None, got bool"),
+    ("2", TypeError, "version must be an int or None, got str"),
+    (2.0, TypeError, "version must be an int or None, got float"),
+    (0, ValueError, r"version must be one of \[1, 2\], got 0"),
+    (99, ValueError, r"version must be one of \[1, 2\], got 99")])
+def test_a_bad_version_is_rejected_before_anything_is_written(version, error, message):
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(2), batch=2, num_top_k=8,
+                                               hot_buffer_size=16, block_size=32))
+    before = snapshot(p)
+    with pytest.raises(error, match=message):
+        load_cache_to_device_buffer_mla(**p, version=version)
+    with pytest.raises(error, match=message):
+        launch_unchecked(check_swap_in(**p), version=version)
+    assert snapshot(p) == before
+
+
+def test_a_rung_whose_shared_memory_passes_48_kib_is_rejected_before_anything_is_written():
+    """v1 keeps the old LRU order in shared memory: 3 bytes per hot slot, past 48 KiB at K=2048
+    beyond H=7508. The GPU compiler would refuse the kernel; the launcher says so first."""
+    assert versions.module(1).shared_memory_bytes(2048, 4096, 1024) <= 48 * 1024
+    assert versions.module(2).shared_memory_bytes(2048, 4096, 1024) <= 48 * 1024
+    p = to_device_problem(make_swap_in_problem(np.random.default_rng(2), batch=2, num_top_k=8,
+                                               hot_buffer_size=16, block_size=32))
+    call = check_swap_in(**p)._replace(num_top_k=2048, hot_buffer_size=8192)
+    before = snapshot(p)
+    with pytest.raises(ValueError, match=r"version 1 needs 51204 bytes of static shared memory .* "
+                                         r"the limit is 49152 \(48 KiB\)"):
+        launch_unchecked(call, version=1)
+    assert snapshot(p) == before
+
+
+def test_every_rung_names_its_step_in_its_docstring():
+    for number, v in versions.VERSIONS.items():
+        assert v.number == number
+        doc = versions.module(number).__doc__
+        assert doc.splitlines()[0] == v.why, v.name
+        assert callable(versions.module(number).swap_in_kernel)
+    assert versions.check_version(None) == versions.DEFAULT == max(versions.VERSIONS)
+    assert versions.check_version(np.int64(1)) == 1

@@ -15,7 +15,7 @@ For each batch row ``b`` (request row ``rid = req_pool_indices[b]``, ``seq_len =
   With a miss plan, ``miss_src[b, m]``/``miss_dst[b, m]`` record the m-th copy and
   ``miss_count[b]`` the number of misses.
 
-Launch geometry: one CUDA block per batch row (grid ``B``, block ``block_size`` threads), so a
+Launch geometry (version 2, the tuned kernel): one CUDA block per batch row (grid ``B``, block ``block_size`` threads), so a
 request's whole LRU reorder happens inside one block (``lru_slots`` are int16, and Numba has
 no 16-bit atomics). Shared memory per block: a ``2K``-entry int64 open-addressing hash of the
 selected positions (later reused for the miss copy list), ``K`` int16 evicted slots, ``K``
@@ -29,12 +29,17 @@ Validation (``checks.py``, ``value_checks.py``) proves the preconditions that th
 sglang leaves unchecked, with one check-kernel launch and one small read-back; a rejected call
 writes nothing. The behaviour reproduced is described in ``docs/single-step-swap-in.md``.
 
-Read top-down: the NumPy reference, the kernel with its device functions, then the launchers
-(``launch_unchecked(call)`` launches a :class:`SwapInCall` that ``check_swap_in`` accepted;
-``load_cache_to_device_buffer_mla`` is the two together).
+The kernel exists as a ladder of versions (``versions.py``), each equal to the reference on every
+array: ``v1_plain.py`` does the reference's stages in its order with a barrier between them (its
+shared memory grows with ``H``: 38 KiB at sglang's sizes); ``v2_tuned.py``, the default, is the
+kernel described above. Both launchers take ``version=``.
+
+Read top-down: the NumPy reference, version 1 beside it, version 2 with its device functions, then
+the launchers (``launch_unchecked(call)`` launches a :class:`SwapInCall` that ``check_swap_in``
+accepted; ``load_cache_to_device_buffer_mla`` is the two together).
 
 Lessons: 00 (the hot buffer), 05 (plan dtypes), 06 (plan and replay together), 07 (plan row
-strides), 08 (padded batches), 09 (hot buffer size), 13 (capstone).
+strides), 08 (padded batches), 09 (hot buffer size), 13 (capstone), 16 (the kernel ladder).
 """
 
 from .checks import SwapInCall, check_swap_in, settle_swap_in

@@ -168,11 +168,17 @@ def planned_copy_args(problem, device_buffer, *, num_blocks=2, block_size=64, sk
 
 
 def compile_examples() -> None:
-    """Call every single-step launcher once on small valid inputs (every kernel variant)."""
+    """Call every single-step launcher once on small valid inputs (every kernel variant, every rung
+    of the kernel ladder), and every rung once at sglang's sizes (K=2048, H=4096, block 1024), where
+    the compile-only check proves that its static shared memory fits 48 KiB."""
     from .planned_copy import copy_cache_planned_mla
-    from . import load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference
+    from . import load_cache_to_device_buffer_mla, load_cache_to_device_buffer_mla_reference, versions
 
     rng = np.random.default_rng(0)
+    sglang = make_swap_in_problem(rng, batch=1, num_top_k=2048, hot_buffer_size=4096, block_size=1024,
+                                  num_real=1, item_size_bytes=16)
+    for version in versions.VERSIONS:
+        load_cache_to_device_buffer_mla(**to_device_problem(sglang), version=version)
     for index_dtype in (np.int32, np.int64):
         for record_plan in (True, False):
             for skip_io in (False, True):
@@ -181,7 +187,8 @@ def compile_examples() -> None:
                                          num_real=2)
                 p["skip_io"] = skip_io
                 d = to_device_problem(p)
-                load_cache_to_device_buffer_mla(**d)
+                for version in versions.VERSIONS:
+                    load_cache_to_device_buffer_mla(**d, version=version)
                 if record_plan and not skip_io:
                     # Replay the reference's plan (in compile-only mode the kernel never ran).
                     load_cache_to_device_buffer_mla_reference(**p)

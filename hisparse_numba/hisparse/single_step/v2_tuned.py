@@ -1,4 +1,15 @@
-"""The single-step swap-in kernel: one CUDA block per batch row (see the package docstring).
+"""Version 2, tuned: a hash, block scans and registers replace v1's lane scans, serial ranks and H-sized arrays.
+
+One CUDA block per batch row (see the package docstring), the same arguments, grid and block as
+version 1 (``v1_plain.py``). What changes, stage by stage, and why:
+
+* hits: the selected positions go into a ``2K``-entry shared hash once, so each hot slot finds its
+  lane in O(1) probes instead of scanning the K lanes;
+* ranks: the m-th miss's evictable slot and each slot's new LRU position come from block-wide
+  prefix scans (``blockscan.py``), not from one thread counting while the block waits;
+* the old LRU order and the hit flags live in each thread's registers, not in shared memory, so
+  the shared memory (``20K + 4 * block_size`` bytes, :func:`shared_memory_bytes`) no longer grows
+  with H; the hash's entries are reused for the miss copy list.
 
 ``swap_in_kernel(K, H, block_size, record_plan, skip_io)`` builds the kernel for one compile-time
 configuration; ``launch.py`` launches it.
@@ -15,6 +26,11 @@ from ...device import cuda
 from ...value_flags import block_fill_dev, gate_closed_dev
 from ...itemcopy import copy_items_flat_dev
 from .hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
+
+
+def shared_memory_bytes(num_top_k: int, hot_buffer_size: int, block_size: int) -> int:
+    """Static shared memory of one block of this version."""
+    return 20 * num_top_k + 4 * block_size + 4
 
 
 @functools.cache
