@@ -141,8 +141,10 @@ def planned_copy_int64_destinations() -> None:
 
 
 def speculative(batch: int, steps: int, top_k: int, hot: int, record: bool, *, tail: int = 4,
-                item_words: int = 2, state_steps: int | None = None, strided=()) -> None:
-    """One speculative swap-in configuration: a valid call with misses, hits and repeats.
+                item_words: int = 2, state_steps: int | None = None, strided=(),
+                version: int | None = None) -> None:
+    """One speculative swap-in configuration: a valid call with misses, hits and repeats, on rung
+    ``version`` (``speculative.versions``; None: the tuned one).
 
     ``strided`` names the arrays (``miss_src``, ``miss_dst``, ``scratch_state``) passed as strided
     views; ``state_steps`` builds the state for that many steps and then calls with ``steps``
@@ -162,7 +164,7 @@ def speculative(batch: int, steps: int, top_k: int, hot: int, record: bool, *, t
     tokens = rng.integers(0, max_positions - 1, (batch, built_steps, top_k))
     set_selection(kw, tokens, np.full(batch * built_steps, max_positions))
     if not strided and built_steps == steps:
-        load_cache_to_device_buffer_spec_mla(**kw)
+        load_cache_to_device_buffer_spec_mla(**kw, version=version)
         return
     call = check_speculative(**kw)
     xp, state = device.xp, call.state
@@ -175,7 +177,7 @@ def speculative(batch: int, steps: int, top_k: int, hot: int, record: bool, *, t
     if "scratch_state" in strided:
         width = state.scratch_state.shape[1] * steps // built_steps
         state = state._replace(scratch_state=strided_copy(state.scratch_state, max(width, 1)))
-    launch_unchecked(call._replace(state=state, **changes))
+    launch_unchecked(call._replace(state=state, **changes), version)
 
 
 def lesson_kernels() -> None:
@@ -288,11 +290,22 @@ def bench_spec_tasks(batches, variants) -> tuple:
     return tuple(tasks)
 
 
+def spec_rung_tasks() -> tuple:
+    """The compile examples' speculative configurations on every rung but the tuned one (which
+    ``TEST_TASKS`` has): the tests and the compile examples run every rung."""
+    from .hisparse.speculative.versions import DEFAULT, VERSIONS
+
+    return tuple(_spec(2, 2, 16, 16, rec, f"compile examples, version {v}", version=v)
+                 for v in sorted(VERSIONS) if v != DEFAULT for rec in (False, True))
+
+
 def tasks_for(which: str) -> tuple:
     """The tasks of ``which`` (lessons; tests; all: tests and bench spec) in this world: on a GPU
     without the launches only a lesson's simulator branch makes."""
     tasks = {"lessons": LESSON_TASKS, "tests": LESSON_TASKS + TEST_TASKS,   # tests run the lessons too
              "all": LESSON_TASKS + TEST_TASKS}[which]
+    if which != "lessons":
+        tasks += spec_rung_tasks()
     if which == "all":
         from .bench import spec
 

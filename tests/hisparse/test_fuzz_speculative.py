@@ -1,5 +1,5 @@
 """Random differential fuzz of the speculative swap-in: valid configurations, kernel == reference
-byte for byte on every output and state array (docs/speculative-swap-in.md).
+byte for byte on every output and state array (docs/speculative-swap-in.md), for every rung.
 
 Seeded and reproducible: configuration ``i`` is drawn from ``default_rng(i)``. 1000 configurations
 on a GPU, 20 in the simulator. On a GPU the kernel shapes come from a short list (each compiles
@@ -39,7 +39,7 @@ def draw_configuration(rng):
                 extra_requests=int(rng.integers(0, 2)))
 
 
-def fuzz_one(seed: int) -> None:
+def fuzz_one(seed: int, version=None) -> None:
     rng = np.random.default_rng(seed)
     c = draw_configuration(rng)
     batch, steps, top_k, hot, tail = (c[k] for k in ("batch", "steps", "top_k", "hot", "tail"))
@@ -66,13 +66,13 @@ def fuzz_one(seed: int) -> None:
             rng.integers(-2, seq + 2, (batch, steps, top_k))
         lens = seq - rng.integers(0, 3, batch * steps)
         set_selection(kw, tokens, lens, num_real_reqs=int(rng.integers(0, batch + 1)))
-        got, want = run_kernel_and_reference(kw)
-        assert mismatches(got, want) == [], (seed, call, c)
+        got, want = run_kernel_and_reference(kw, version)
+        assert mismatches(got, want) == [], (seed, call, c, version)
 
 
 @slow_on_gpu
 @pytest.mark.parametrize("chunk", range(10))
-def test_fuzz_kernel_equals_reference(chunk):
+def test_fuzz_kernel_equals_reference(chunk, spec_version):
     with quick_thread_switches():
         for seed in range(chunk, CONFIGURATIONS, 10):
-            fuzz_one(seed)
+            fuzz_one(seed, spec_version)

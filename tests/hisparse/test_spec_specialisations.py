@@ -51,3 +51,20 @@ def test_the_initialiser_rounds_its_slot_lists_up_to_a_power_of_two():
         [32, 32, 64, 4096, 8192, 8192]
     # above 8192 the rounded lists would not fit 48 KiB of static shared memory: H itself
     assert spec_state.init_slot_capacity(9000) == 9000
+
+
+def test_three_sizes_and_both_plan_modes_share_one_plain_kernel_specialisation():
+    """Version 1 has no compile-time configuration at all: sizes and ``record`` are runtime."""
+    from hisparse_numba.warmup import recording_launches
+
+    seen = set()
+    rng = np.random.default_rng(16)
+    with recording_launches(seen):
+        for (steps, top_k, hot), record in zip(SIZES, (False, True, False)):
+            kw = make_spec_problem(batch=2, steps=steps, top_k=top_k, hot=hot, tail=TAIL,
+                                   num_requests=3, max_positions=256, record=record)
+            tokens = rng.integers(-1, 2 * hot + 20, size=(2, steps, top_k))
+            set_selection(kw, tokens, np.full(2 * steps, SEQ))
+            got, want = run_kernel_and_reference(kw, version=1)
+            assert mismatches(got, want) == [], (steps, top_k, hot)
+    assert len({k for k in seen if "plain_kernel" in k}) == 1, seen

@@ -2,7 +2,7 @@
 
 Hand cases with worked numbers for union-mode sampling, approximate-mode walks (including two
 misses that want the same slot) and the bank-1 finaliser; the swap cases also check kernel ==
-reference on every output and state array.
+reference on every output and state array, for every rung of the kernel.
 """
 
 import numpy as np
@@ -63,14 +63,14 @@ def hot_tokens(snap, hot):
     return snap["device_buffer_tokens"][rid, :hot].tolist(), rid
 
 
-def run_checked(kw, item_words=2):
-    got, want = run_kernel_and_reference(kw)
+def run_checked(kw, version, item_words=2):
+    got, want = run_kernel_and_reference(kw, version)
     assert mismatches(got, want) == []
     assert wrong_items(got, item_words) == []
     return got
 
 
-def test_union_mode_takes_the_oldest_spread_sample():
+def test_union_mode_takes_the_oldest_spread_sample(spec_version):
     hot, steps, top_k = 32, 2, 16
     kw = make_spec_problem(batch=1, steps=steps, top_k=top_k, hot=hot, tail=4)
     rid = int(device.to_host(kw["req_pool_indices"])[0])
@@ -88,14 +88,14 @@ def test_union_mode_takes_the_oldest_spread_sample():
     # miss 1: 1 4 10 16 22 28 -> slots 3 6 12 18 24 30: 30; miss 2 (partition 10):
     # 2 5 11 17 20 26 -> slots 4 7 13 19 22 28: 22 is stamped, 28 is oldest
     assert union_sample_positions(2, 3, hot) == [2, 5, 11, 17, 20, 26]
-    got = run_checked(kw)
+    got = run_checked(kw, spec_version)
     tokens, _ = hot_tokens(got, hot)
     assert (tokens[23], tokens[30], tokens[28]) == (200, 201, 202)
     # the first six positions of each partition (the simplified sampling) miss all three
     assert not {23 - 2, 30 - 2, 28 - 2} & {i + 3 * j for i in range(3) for j in range(6)}
 
 
-def test_approximate_mode_walks_and_settles_a_shared_slot():
+def test_approximate_mode_walks_and_settles_a_shared_slot(spec_version):
     hot, steps, top_k = 16, 2, 16
     kw = make_spec_problem(batch=1, steps=steps, top_k=top_k, hot=hot, tail=4, scratch_capacity=2,
                            max_positions=192)
@@ -111,13 +111,13 @@ def test_approximate_mode_walks_and_settles_a_shared_slot():
     # slot u - 1. Round 2: u 2 goes on to linear 13 -> slot 14. Fallback in Knuth-hash order from
     # cursor + u * 2654435761 (= u + a mod 16 here): u 5 -> 5, 6, ... -> 15; u 6 -> 6, ... -> 0.
     assert [approximate_candidate(x, 1, hot) for x in (0, 13, 3, 4)] == [1, 14, 4, 5]
-    got = run_checked(kw)
+    got = run_checked(kw, spec_version)
     tokens, rid = hot_tokens(got, hot)
     assert tokens == [106, 100, 103, 104, 4, 5, 107, 108, 109, 110, 111, 112, 113, 114, 102, 105]
     assert got["state.scratch_state"][0, rid] == 15
 
 
-def test_union_fallback_probes_in_knuth_hash_order():
+def test_union_fallback_probes_in_knuth_hash_order(spec_version):
     hot, steps, top_k = 64, 2, 34
     kw = make_spec_problem(batch=1, steps=steps, top_k=top_k, hot=hot, tail=0, max_positions=512)
     # the odd slots are hit (E = 1, cursor 0); misses 100 and 101 (u 0, 1), union mode (2 + 32 <= 64).
@@ -126,14 +126,14 @@ def test_union_fallback_probes_in_knuth_hash_order():
     # = 49 (hit), then 49 + 49 = 98 -> 34: slot 34 (ring order from the cursor would give slot 2).
     row = list(range(1, 64, 2)) + [100, 101]
     set_selection(kw, np.array([[row, row]]), np.full(steps, 512))
-    got = run_checked(kw)
+    got = run_checked(kw, spec_version)
     tokens, _ = hot_tokens(got, hot)
     evicted = [s for s in range(hot) if tokens[s] != s]
     assert evicted == [0, 34]
     assert {tokens[0], tokens[34]} == {100, 101}
 
 
-def test_union_misses_over_one_commit_chunk():
+def test_union_misses_over_one_commit_chunk(spec_version):
     """600 misses: the commit takes them 512 at a time; the second chunk's samples see the
     first chunk's fallback stamps (kernel == reference on every array)."""
     hot, steps, top_k = 1024, 2, 512
@@ -144,5 +144,5 @@ def test_union_misses_over_one_commit_chunk():
     step0 = np.concatenate([misses[:300], hits[:212]])
     step1 = np.concatenate([misses[300:], hits[212:], hits[:124]])
     set_selection(kw, np.array([[rng.permutation(step0), rng.permutation(step1)]]), np.full(steps, 4096))
-    got = run_checked(kw)
+    got = run_checked(kw, spec_version)
     assert got["state.scratch_state"][0, 0] == 600

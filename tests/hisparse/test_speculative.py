@@ -3,7 +3,7 @@ docs/speculative-swap-in.md).
 
 Scenarios run scaled down in the simulator and at sglang's sizes on a GPU (hot buffer 4096,
 tail 64, 4 x 2048 occurrences, 576-byte items). Every scenario also checks kernel == reference
-on every output and state array.
+on every output and state array, for every rung of the kernel (the ``spec_version`` fixture).
 """
 
 import numpy as np
@@ -35,8 +35,8 @@ def problem(batch=1, **kw):
     return make_spec_problem(**args)
 
 
-def run(kw):
-    got, want = run_kernel_and_reference(kw)
+def run(kw, version=None):
+    got, want = run_kernel_and_reference(kw, version)
     assert mismatches(got, want) == []
     assert wrong_items(got, W) == []
     return got
@@ -45,13 +45,13 @@ def run(kw):
 # ------------------------------------------------------------------------------------------
 # sglang's scenarios
 
-def test_deduplicates_repeated_misses_and_copies_full_items():
+def test_deduplicates_repeated_misses_and_copies_full_items(spec_version):
     kw = problem()
     hits = np.arange(K - MISS)
     misses = H + np.arange(MISS)
     tokens = np.tile(np.concatenate([hits, misses]), (1, S, 1))
     set_selection(kw, tokens, np.full(S, SEQ))
-    got = run(kw)
+    got = run(kw, spec_version)
     rid = int(got["req_pool_indices"][0])
     assert got["state.scratch_state"][0, rid] == MISS  # one copy per unique miss, not S * MISS
     locs = got["top_k_device_locs"][0, :, K - MISS:]
@@ -69,11 +69,11 @@ def cross_step_selection():
     return tokens[None], unique
 
 
-def test_copies_cross_step_unique_misses():
+def test_copies_cross_step_unique_misses(spec_version):
     kw = problem()
     tokens, unique = cross_step_selection()
     set_selection(kw, tokens, np.full(S, SEQ))
-    got = run(kw)
+    got = run(kw, spec_version)
     assert got["state.scratch_state"][0, int(got["req_pool_indices"][0])] == unique
 
 
@@ -89,11 +89,11 @@ def replay_plan(plan_src, plan_dst, plan_count, host_cache, device_buffer, item_
     device.synchronize()
 
 
-def test_records_union_plan_for_shared_layer_io():
+def test_records_union_plan_for_shared_layer_io(spec_version):
     kw = problem(record=True)
     tokens, unique = cross_step_selection()
     set_selection(kw, tokens, np.full(S, SEQ))
-    got = run(kw)
+    got = run(kw, spec_version)
     assert got["miss_count"][0] == unique
     src, dst = got["miss_src"][0, :unique], got["miss_dst"][0, :unique]
     assert (src >= 0).all() and (dst >= 0).all()
@@ -104,12 +104,12 @@ def test_records_union_plan_for_shared_layer_io():
     np.testing.assert_array_equal(replayed[dst], got["device_buffer"][dst])
 
 
-def test_padded_request_clears_stale_plan_count():
+def test_padded_request_clears_stale_plan_count(spec_version):
     kw = problem(batch=2, record=True)
     kw["miss_count"][...] = 123
     tokens = np.tile(np.arange(K), (2, S, 1))
     set_selection(kw, tokens, np.full(2 * S, SEQ), num_real_reqs=1)
-    got = run(kw)
+    got = run(kw, spec_version)
     assert got["miss_count"][1] == 0
     assert (got["top_k_device_locs"][1] == 0).all()
 
@@ -133,7 +133,7 @@ def test_aborted_launch_leaves_the_workspace_clean():
     run(kw)                                          # same sizes, same workspace: still exact
 
 
-def test_resolves_speculative_extra_page_slots_without_host_io():
+def test_resolves_speculative_extra_page_slots_without_host_io(spec_version):
     kw = problem()
     draft = SEQ - S + np.arange(S)
     offsets = np.linspace(0, TAIL - 1, S).astype(int)
@@ -146,17 +146,17 @@ def test_resolves_speculative_extra_page_slots_without_host_io():
     kw["host_cache_locs"][...] = xp.asarray(hcl)
     tokens = np.stack([np.concatenate([np.arange(K - 1), [draft[s]]]) for s in range(S)])[None]
     set_selection(kw, tokens, draft + 1)
-    got = run(kw)
+    got = run(kw, spec_version)
     tail_locs = got["device_buffer_locs"][rid, H + offsets]
     np.testing.assert_array_equal(got["top_k_device_locs"][0, :, -1], tail_locs)
     assert got["state.scratch_state"][0, rid] == 0
 
 
-def test_full_union_overflow_preserves_all_outputs():
+def test_full_union_overflow_preserves_all_outputs(spec_version):
     kw = problem(record=True, scratch_capacity=T - H)
     tokens = (H + np.arange(T)).reshape(1, S, K)
     set_selection(kw, tokens, np.full(S, SEQ))
-    got = run(kw)
+    got = run(kw, spec_version)
     out = got["top_k_device_locs"].reshape(-1)
     assert (out >= 0).all() and len(np.unique(out)) == T
     rid = int(got["req_pool_indices"][0])
@@ -164,15 +164,15 @@ def test_full_union_overflow_preserves_all_outputs():
     assert (got["miss_src"][0] >= 0).all() and (got["miss_dst"][0] >= 0).all()
 
 
-def test_packed_entries_keep_million_token_positions():
+def test_packed_entries_keep_million_token_positions(spec_version):
     seq = 1_048_648
     kw = problem(max_positions=seq, host_rows_per_request=4 * (H + T))
     tokens = np.stack([np.concatenate([np.arange(K - 1), [seq - 1]]) for _ in range(S)])[None]
     set_selection(kw, tokens, np.full(S, seq))
-    got = run(kw)
+    got = run(kw, spec_version)
     rid = int(got["req_pool_indices"][0])
     assert (got["top_k_device_locs"] >= 0).all() and got["state.scratch_state"][0, rid] == 1
-    got = run(kw)  # the high token is now a hot hit
+    got = run(kw, spec_version)  # the high token is now a hot hit
     assert got["state.scratch_state"][0, rid] == 0
 
 
@@ -265,15 +265,16 @@ def test_structural_checks():
         assert match in str(e.value), (match, str(e.value))
 
 
-def test_alloc_miss_plan_is_accepted():
+def test_alloc_miss_plan_is_accepted(spec_version):
     kw = small()
     src, dst, cnt = alloc_miss_plan(2, 2, 8)
-    got = run_kernel_and_reference({**kw, "miss_src": src, "miss_dst": dst, "miss_count": cnt})
+    got = run_kernel_and_reference({**kw, "miss_src": src, "miss_dst": dst, "miss_count": cnt},
+                                   spec_version)
     assert mismatches(*got) == []
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
-def test_compute_sanitizer_reports_no_errors(tool):
+def test_compute_sanitizer_reports_no_errors(tool, spec_version):
     assert_sanitizer_clean(tool, "from hisparse_numba.hisparse.speculative.workloads import sanitizer_workload; "
-                                 "sanitizer_workload()")
+                                 f"sanitizer_workload(version={spec_version})")

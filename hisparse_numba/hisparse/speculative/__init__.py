@@ -8,9 +8,11 @@ reproduces: docs/speculative-swap-in.md. Lessons 01, 03, 04 and 08 use this laun
 
 Files, in reading order: ``checks.py`` (arguments, ``check_speculative -> SpecCall``),
 ``value_checks.py`` (the values, in one device pass),
-``reference.py`` (the NumPy oracle), ``device_fns.py``, ``commit.py`` and ``kernel.py`` (the
-kernel: single-occurrence and single-miss steps, the commit's stages, the tiles' roles),
-``launch.py`` (geometry, workspace, ``launch_unchecked``, the launcher).
+``reference.py`` (the NumPy oracle, one function per stage), ``versions.py`` (the kernel's rungs),
+``v1_plain.py`` and ``v1_commit.py`` (version 1: one block per request, the stages in order),
+``device_fns.py``, ``commit.py`` and ``v3_tuned.py`` (version 3, the tuned kernel:
+single-occurrence and single-miss steps, the commit's stages, the tiles' roles), ``launch.py``
+(geometry, workspace, ``launch_unchecked``, the launcher; ``version=`` picks the rung).
 
 Per occurrence ``occ = step * top_k + k`` of a real row (``b < num_real_reqs[0]``), in order:
 
@@ -73,9 +75,10 @@ untouched. ``miss_count[b]`` = number of unique misses.
 Checks: ``checks.py`` (shapes, dtypes, scalars, on the host) and ``value_checks.py`` (every value
 the kernel indexes with, on the device in one pass; ``checks="shapes"`` skips it).
 
-Launch geometry. sglang splits the work into a launch pair (gather, then commit) because the commit
-needs a grid-wide barrier. Here one launch does both, with a barrier per request instead, so that
-a request's commit and every tile's host copies overlap:
+Launch geometry of version 3 (version 1 runs one block per request). sglang splits the work into
+a launch pair (gather, then commit) because the commit needs a grid-wide barrier. Here one
+launch does both, with a barrier per request instead, so that a request's commit and every tile's
+host copies overlap:
 
 * Grid ``(batch, tiles)`` x ``tile`` threads (``tile`` = 1024 on a GPU, 32 in the simulator so
   that small tests run several tiles). A tile takes its index ``y`` from a per-request ticket, so
@@ -123,14 +126,18 @@ The private buffers (tickets, flags, claims, copy lists) are ``Workspace``.
 from .checks import COUNT_MESSAGE, SpecCall, check_speculative, plan_shape_message, steps_message
 from .launch import (Workspace, clear_workspace, geometry, launch_unchecked,
                      load_cache_to_device_buffer_spec_mla, workspace)
+from .versions import VERSIONS, Version, check_version
 from .reference import (load_cache_to_device_buffer_spec_mla_reference, table_find_reference,
                         table_insert_reference, union_sample_positions)
 
 __all__ = [
     "COUNT_MESSAGE",
     "SpecCall",
+    "VERSIONS",
+    "Version",
     "Workspace",
     "check_speculative",
+    "check_version",
     "clear_workspace",
     "geometry",
     "launch_unchecked",

@@ -117,13 +117,14 @@ def snapshot(kw) -> dict:
     return flat
 
 
-def run_kernel_and_reference(kw) -> tuple:
-    """Run the launcher on ``kw`` and the reference on a host copy; return both snapshots."""
+def run_kernel_and_reference(kw, version=None) -> tuple:
+    """Run the launcher (rung ``version``, default the tuned one) on ``kw`` and the reference on a
+    host copy; return both snapshots."""
     from . import (load_cache_to_device_buffer_spec_mla,
                               load_cache_to_device_buffer_spec_mla_reference)
 
     ref = host_copy(kw)
-    load_cache_to_device_buffer_spec_mla(**kw)
+    load_cache_to_device_buffer_spec_mla(**kw, version=version)
     load_cache_to_device_buffer_spec_mla_reference(**ref)
     device.synchronize()
     return snapshot(kw), snapshot(ref)
@@ -160,15 +161,18 @@ def wrong_items(snap: dict, item_words: int, *, tail_ok=True) -> list:
 
 
 def compile_examples() -> None:
-    """Call every launcher of this family once on small valid inputs (with and without a plan)."""
+    """Call every launcher of this family once on small valid inputs (with and without a plan),
+    on every rung of the swap-in (``versions.VERSIONS``)."""
     from . import load_cache_to_device_buffer_spec_mla
+    from .versions import VERSIONS
 
-    for record in (False, True):
-        kw = make_spec_problem(batch=2, steps=2, top_k=16, hot=16, tail=4, item_words=2,
-                               record=record, max_positions=256)
-        tokens = np.arange(2 * 2 * 16, dtype=np.int32).reshape(2, 2, 16) * 3
-        set_selection(kw, tokens, np.full(4, 200))
-        load_cache_to_device_buffer_spec_mla(**kw)
+    for version in sorted(VERSIONS):
+        for record in (False, True):
+            kw = make_spec_problem(batch=2, steps=2, top_k=16, hot=16, tail=4, item_words=2,
+                                   record=record, max_positions=256)
+            tokens = np.arange(2 * 2 * 16, dtype=np.int32).reshape(2, 2, 16) * 3
+            set_selection(kw, tokens, np.full(4, 200))
+            load_cache_to_device_buffer_spec_mla(**kw, version=version)
     device.synchronize()
 
 

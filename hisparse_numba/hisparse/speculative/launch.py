@@ -1,8 +1,9 @@
 """Launcher of the speculative swap-in: launch geometry, the private workspace, the launch.
 
-``load_cache_to_device_buffer_spec_mla(**keywords)`` is ``launch_unchecked(check_speculative(
-**keywords))``: checks (``checks.py``), then one launch of ``v3_tuned.swap_kernel`` on a grid sized
-by ``geometry``. Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked`` where they show what
+``load_cache_to_device_buffer_spec_mla(**keywords, version=None)`` is
+``launch_unchecked(check_speculative(**keywords), version)``: checks (``checks.py``), then the
+launch of rung ``version`` (``versions.py``; default the tuned rung, ``launch_tuned``: one launch
+of ``v3_tuned.swap_kernel`` on a grid sized by ``geometry``). Lessons 01, 03, 04 and 08 call it, and ``launch_unchecked`` where they show what
 a check prevents.
 """
 
@@ -21,6 +22,7 @@ from ...arguments import derived_argument, int64_view
 from .checks import SpecCall, check_speculative, settle_speculative
 from .device_fns import EMPTY_KEY, LANES, MAX_THREADS, NO_OCCURRENCE
 from .v3_tuned import swap_kernel
+from .versions import DEFAULT, check_version, module
 
 
 def block_threads(num_occurrences: int) -> int:
@@ -90,7 +92,7 @@ def load_cache_to_device_buffer_spec_mla(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
         miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None,
-        checks="full") -> None:
+        checks="full", version=None) -> None:
     """Resolve all ``steps * top_k`` occurrences of each request in one launch.
 
     top_k_tokens: ``[batch, steps, top_k]`` int32, 2 <= steps <= 4, steps * top_k <= 8192, dense
@@ -109,43 +111,64 @@ def load_cache_to_device_buffer_spec_mla(
     (``value_checks.py``, docs/speculative-swap-in.md "What a call must satisfy"), so a bad call
     raises a ValueError and writes nothing; ``"shapes"`` checks shapes, dtypes and scalars only,
     for callers who validated the values upstream (a bad value then corrupts memory or state).
+
+    version: the kernel's rung (``versions.VERSIONS``; None: the tuned one); every rung computes
+    the same outputs and state.
     """
-    call = check_speculative(**locals(), for_kernel=True, defer=True)
-    launch_then_settle(call, launch_unchecked, settle_speculative)   # gated kernel, then the verdict
+    keywords = dict(locals())
+    version = check_version(keywords.pop("version"))
+    call = check_speculative(**keywords, for_kernel=True, defer=True)
+    launch_then_settle(call, lambda c: launch_unchecked(c, version), settle_speculative)
 
 
-def launch_unchecked(call: SpecCall) -> None:
-    """The launch of a checked call *without* any further check.
+def launch_unchecked(call: SpecCall, version=None) -> None:
+    """The launch of a checked call *without* any further check, on rung ``version`` (None: the
+    tuned one).
 
     For lessons that show what a check prevents (``check_speculative(**valid)._replace(...)``)
     and for the benchmark (which times repeated calls on checked arguments); everything else
     calls the launcher.
     """
+    version = check_version(version)
     if call.batch == 0:
         return
+    try:
+        if version == DEFAULT:
+            launch_tuned(call)      # v3_tuned.py builds the kernels; launch.py launches them
+        else:
+            module(version).launch(call)
+    except Exception:
+        forget_aborted_call(call)
+        raise
+
+
+def forget_aborted_call(call: SpecCall) -> None:
+    """After a launch that raised (only the simulator raises inside a kernel, on an out-of-bounds
+    index): the running counters (zero between calls) are reset, and the generation advances as
+    a finished call's would, so that the aborted call's scratch-table entries belong to a past
+    epoch."""
+    rids = device.to_host(call.req_pool_indices).astype(np.int64)
+    rids = rids[(rids >= 0) & (rids < call.num_requests)]
+    n, state = call.num_requests, call.state
+    state.scratch_state[0, COUNT_WORK * n + rids] = 0
+    state.scratch_state[0, COUNT_UNION * n + rids] = 0
+    gen = state.scratch_state[0, COUNT_GEN * n + rids].astype(np.int64)
+    sigma = (gen & 0x7FFFFFFF) % 0x7FFFFFFF + 1
+    state.scratch_state[0, COUNT_GEN * n + rids] = np.where(gen < 0, sigma - 2 ** 31, sigma)
+
+
+def launch_tuned(call: SpecCall) -> None:
+    """Rung 3 (``v3_tuned``): one launch of the swap kernel on a grid sized by ``geometry``."""
     t = call.steps * call.top_k
     tile, reps, tiles, committer = geometry(call.batch, t)
     copiers = copier_tiles(call.batch, tiles, committer)
     swap = swap_kernel(reps, committer, call.record)
-    state = call.state
     work = workspace(call.batch, t)
     try:
         device.launch(swap, (call.batch, tiles + copiers + committer), tile,
                       *kernel_args(call, work))
     except Exception:
-        # Only the simulator raises inside a kernel (an out-of-bounds index). What the aborted
-        # launch left in the workspace and in the running counters (zero between calls) must not
-        # leak into the next call, and its scratch-table entries must belong to a past epoch:
-        # the generation advances as a finished call's would.
-        clear_workspace(work)
-        rids = device.to_host(call.req_pool_indices).astype(np.int64)
-        rids = rids[(rids >= 0) & (rids < call.num_requests)]
-        n = call.num_requests
-        state.scratch_state[0, COUNT_WORK * n + rids] = 0
-        state.scratch_state[0, COUNT_UNION * n + rids] = 0
-        gen = state.scratch_state[0, COUNT_GEN * n + rids].astype(np.int64)
-        sigma = (gen & 0x7FFFFFFF) % 0x7FFFFFFF + 1
-        state.scratch_state[0, COUNT_GEN * n + rids] = np.where(gen < 0, sigma - 2 ** 31, sigma)
+        clear_workspace(work)    # what the aborted launch left there must not leak into the next
         raise
 
 

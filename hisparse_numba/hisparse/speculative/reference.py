@@ -1,12 +1,13 @@
 """NumPy reference (the oracle) of the speculative swap-in, ``load_cache_to_device_buffer_spec_mla``.
 
 Same keywords as the launcher (``launch.py``: shapes and dtypes), on NumPy arrays, mutated in
-place; written per request, in the order of docs/speculative-swap-in.md: classify every
-occurrence, number the unique misses, copy them into scratch, then commit (mode, admission,
-victims, promotion, hash, direct overflow, counters). The per-occurrence steps work on whole rows
-of occurrences (NumPy passes), so that sglang's sizes (T = 8192, batch 64) take well under a
-second per call; the per-miss steps of the commit stay loops, as the rules read. The kernel (``kernel.py``)
-must equal it on every output and state array. Lessons 01, 03, 04 and 08 run it beside the kernel.
+place. ``request_reference`` runs one request as the list of its stages (docs/speculative-swap-in.md,
+"Stages"), one function each: classify, count, number, duplicates, admission, victims, evictions,
+hash, finish, copy; every rung of the kernel (``versions.py``) has a stage of the same name. The
+per-occurrence stages work on whole rows of occurrences (NumPy passes), so that sglang's sizes
+(T = 8192, batch 64) take well under a second per call; the per-miss stages of the commit stay
+loops, as the rules read. Every rung must equal it on every output and state array. Lessons 01,
+03, 04 and 08 run it beside the kernel.
 """
 
 from __future__ import annotations
@@ -194,161 +195,219 @@ def approximate_victims_reference(ref, need, miss_count, cap, hot, e_now) -> lis
     return [victims[u] for u in need]
 
 
-def request_reference(call: SpecCall, b: int) -> None:
-    """Gather and commit of real row ``b``."""
-    steps, top_k, hot, tail, n, cap = (call.steps, call.top_k, call.hot, call.tail,
-                                       call.num_requests, call.capacity)
-    t = steps * top_k
-    state, seq_lens = call.state, call.seq_lens
-    rid = int(call.req_pool_indices[b])
-    slot_tokens, slot_locs = call.device_buffer_tokens[rid], call.device_buffer_locs[rid]
-    host_locs = call.host_cache_locs[rid]
-    bank0, bank1 = state.cache_index[rid, 0], state.cache_index[rid, 1]
-    ref = state.cache_policy[rid + 1]
-    scratch = state.scratch_locs[rid]
-    scratch_state = state.scratch_state
-    metadata = scratch_state[rid + 1, :4 * t].view(np.int64)
-    table, index, compact = metadata[:t], metadata[t:2 * t], scratch_state[rid + 1, 4 * t:5 * t]
-    cbits, ebits = cursor_bits(hot), epoch_bits(hot)
-    packed = int(state.cache_policy[0, rid])
-    e_now = next_epoch(packed, cbits, ebits)
-    cursor = (packed & MASK32) & ((1 << cbits) - 1)
-    gen = int(scratch_state[0, COUNT_GEN * n + rid])
-    degraded = gen < 0
-    sigma = next_sigma(gen)
-    tokens = call.top_k_tokens[b].reshape(t)
-    out = call.top_k_device_locs[b].reshape(t)
-    plan = (call.miss_src, call.miss_dst, call.miss_count) if call.record else None
+class Request:
+    """What the stages of one request share: its rows of the arguments and of the state, the
+    call's CLOCK epoch and scratch epoch, and what each stage leaves for the next ones."""
 
-    # ---- gather: classify every occurrence, deduplicate misses, copy each unique miss once
-    lens = np.repeat(seq_lens[b * steps:(b + 1) * steps].astype(np.int64), top_k)
-    kinds, values = classify_reference(tokens, lens, slot_tokens, slot_locs, host_locs, hot, tail,
-                                       bank0, bank1, degraded)
-    locations = np.where(kinds == TAIL, values, -1)
-    hot_occ = kinds == HOT
-    locations[hot_occ] = slot_locs[values[hot_occ]]
-    stamped = np.unique(values[hot_occ])
-    stamped = stamped[ref[stamped] != e_now]
-    union_hits = int(stamped.size)
-    ref[stamped] = e_now
-    # unique misses, numbered by first occurrence
-    miss_occ = np.flatnonzero(kinds == MISS)
-    miss_tokens = tokens[miss_occ].astype(np.int64)
-    first_tokens, first = np.unique(miss_tokens, return_index=True)
-    by_first = np.argsort(first)
-    unique_tokens = first_tokens[by_first]            # unique_idx -> token
-    unique_src = values[miss_occ[first[by_first]]]    # unique_idx -> host location
-    m = int(unique_tokens.size)
-    for tok in unique_tokens:                         # the layout depends only on the token set
-        table_insert_reference(table, sigma, int(tok))
-    tagged = np.flatnonzero((table >> 32) == sigma)   # this call's entries: position of each token
-    by_token = np.argsort(table[tagged] & MASK32)
-    positions = tagged[by_token][np.searchsorted((table[tagged] & MASK32)[by_token], unique_tokens)]
-    index[positions] = (sigma << 32) | np.arange(m)
-    compact[:m] = positions
-    rank = np.empty(m, dtype=np.int64)
-    rank[by_first] = np.arange(m)
-    occ_u = rank[np.searchsorted(first_tokens, miss_tokens)]     # unique_idx of each miss
-    locations[miss_occ] = np.where(occ_u < cap, scratch[np.minimum(occ_u, cap - 1)], -2 - occ_u)
-    in_scratch = np.arange(min(m, cap))
-    copied = in_scratch[scratch[in_scratch] >= 0]
-    copy_items_reference(call.host_cache, call.device_buffer, unique_src[copied], scratch[copied],
-                         call.item_size_bytes)
-    if plan is not None:
-        plan[0][b, in_scratch] = np.where(scratch[in_scratch] >= 0, unique_src[in_scratch], -1)
-        plan[1][b, in_scratch] = np.where(scratch[in_scratch] >= 0, scratch[in_scratch], -1)
-    unique_idx = dict(zip(unique_tokens.tolist(), range(m)))
+    def __init__(self, call: SpecCall, b: int):
+        self.call, self.b = call, b
+        self.steps, self.top_k, self.hot, self.tail = call.steps, call.top_k, call.hot, call.tail
+        self.n, self.cap, self.t = call.num_requests, call.capacity, call.steps * call.top_k
+        state, t = call.state, self.t
+        self.rid = rid = int(call.req_pool_indices[b])
+        self.slot_tokens, self.slot_locs = call.device_buffer_tokens[rid], call.device_buffer_locs[rid]
+        self.host_locs = call.host_cache_locs[rid]
+        self.bank0, self.bank1 = state.cache_index[rid, 0], state.cache_index[rid, 1]
+        self.ref = state.cache_policy[rid + 1]
+        self.scratch = state.scratch_locs[rid]
+        self.counters = state.scratch_state[0]
+        metadata = state.scratch_state[rid + 1, :4 * t].view(np.int64)
+        self.table, self.index = metadata[:t], metadata[t:2 * t]
+        self.compact = state.scratch_state[rid + 1, 4 * t:5 * t]
+        self.cbits, self.ebits = cursor_bits(self.hot), epoch_bits(self.hot)
+        packed = int(state.cache_policy[0, rid])
+        self.e_now = next_epoch(packed, self.cbits, self.ebits)
+        self.cursor = (packed & MASK32) & ((1 << self.cbits) - 1)
+        gen = int(self.counters[COUNT_GEN * self.n + rid])
+        self.degraded, self.sigma = gen < 0, next_sigma(gen)
+        self.tokens = call.top_k_tokens[b].reshape(t)
+        self.lens = np.repeat(call.seq_lens[b * self.steps:(b + 1) * self.steps].astype(np.int64),
+                              self.top_k)
 
-    # ---- commit: mode, admission, victims, promotion, hash, overflow fix-up
-    overflow = m > cap
-    n_over = m - cap if overflow else 0
-    union_mode = m + union_hits <= hot
-    if not union_mode:
-        if not overflow:
-            ref[:hot] = 0
-        last = slice((steps - 1) * top_k, t)          # the classification is still valid:
-        ref[values[last][kinds[last] == HOT]] = e_now    # the gather changed only ref
-        claimed = {unique_idx[int(tok)] for tok in tokens[last][kinds[last] == MISS]}
-        claimed = {u for u in claimed if u < cap}
-        budget = hot if not overflow else max(0, hot - union_hits - n_over)
-        for ordinal, u in enumerate(sorted(claimed)):
-            compact[u] |= CLAIM_BIT | (ADMIT_BIT if ordinal < budget else 0)
 
-    def needs_victim(u):
-        if u >= cap:
-            return True
-        return scratch[u] >= 0 and (union_mode or (compact[u] & ADMIT_BIT) != 0)
+def classify_stage(r: Request) -> None:
+    """Every occurrence's kind; outputs of tail and hot hits, stamps, scratch-table inserts."""
+    r.kinds, r.values = classify_reference(r.tokens, r.lens, r.slot_tokens, r.slot_locs,
+                                           r.host_locs, r.hot, r.tail, r.bank0, r.bank1, r.degraded)
+    r.locations = np.where(r.kinds == TAIL, r.values, -1)
+    hot_occ = r.kinds == HOT
+    r.locations[hot_occ] = r.slot_locs[r.values[hot_occ]]
+    stamped = np.unique(r.values[hot_occ])
+    stamped = stamped[r.ref[stamped] != r.e_now]
+    r.union_hits = int(stamped.size)
+    r.ref[stamped] = r.e_now
+    for tok in np.unique(r.tokens[r.kinds == MISS]):   # the layout depends only on the token set
+        table_insert_reference(r.table, r.sigma, int(tok))
 
-    need = [u for u in range(m) if needs_victim(u)]
-    num_victims = len(need)
-    if union_mode:
+
+def count_stage(r: Request) -> None:
+    """The unique misses: each missed token's first occurrence, in occurrence order."""
+    r.miss_occ = np.flatnonzero(r.kinds == MISS)
+    _, first = np.unique(r.tokens[r.miss_occ], return_index=True)
+    r.first_occ = r.miss_occ[np.sort(first)]          # unique_idx -> its first occurrence
+    r.m = int(r.first_occ.size)
+
+
+def number_stage(r: Request) -> None:
+    """unique_idx: index and compact entries, first occurrences' outputs, the scratch copies."""
+    m, cap, sigma = r.m, r.cap, r.sigma
+    r.unique_tokens = r.tokens[r.first_occ].astype(np.int64)
+    tagged = np.flatnonzero((r.table >> 32) == sigma)   # this call's entries: each token's position
+    by_token = np.argsort(r.table[tagged] & MASK32)
+    positions = tagged[by_token][np.searchsorted((r.table[tagged] & MASK32)[by_token],
+                                                 r.unique_tokens)]
+    r.index[positions] = (sigma << 32) | np.arange(m)
+    r.compact[:m] = positions
+    u = np.arange(m)
+    scratch_loc = r.scratch[np.minimum(u, cap - 1)]
+    r.locations[r.first_occ] = np.where(u < cap, scratch_loc, -2 - u)
+    copied = (u < cap) & (scratch_loc >= 0)
+    r.copy_src = np.where(copied, r.values[r.first_occ], -1)      # host location, or -1
+    r.copy_dst = np.where(copied, scratch_loc, -1)                # device location, or -1
+
+
+def duplicates_stage(r: Request) -> None:
+    """The later occurrences of each missed token output its first occurrence's location."""
+    order = np.argsort(r.unique_tokens)
+    u = order[np.searchsorted(r.unique_tokens[order], r.tokens[r.miss_occ])]
+    r.locations[r.miss_occ] = r.locations[r.first_occ[u]]
+
+
+def admission_stage(r: Request) -> None:
+    """The mode; in approximate mode clear and re-stamp the epochs, claim and admit misses."""
+    r.overflow = r.m > r.cap
+    r.union_mode = r.m + r.union_hits <= r.hot
+    if r.union_mode:
+        return
+    if not r.overflow:
+        r.ref[:r.hot] = 0
+    last = slice((r.steps - 1) * r.top_k, r.t)     # the classification is still valid:
+    kinds, values = r.kinds[last], r.values[last]  # the gather changed only ref
+    r.ref[values[kinds == HOT]] = r.e_now
+    unique_idx = dict(zip(r.unique_tokens.tolist(), range(r.m)))
+    claimed = sorted({unique_idx[int(tok)] for tok in r.tokens[last][kinds == MISS]})
+    budget = r.hot if not r.overflow else max(0, r.hot - r.union_hits - (r.m - r.cap))
+    for ordinal, u in enumerate(u for u in claimed if u < r.cap):
+        r.compact[u] |= CLAIM_BIT | (ADMIT_BIT if ordinal < budget else 0)
+
+
+def needs_victim(r: Request, u: int) -> bool:
+    """Whether miss ``u`` takes a hot slot: every direct-overflow miss; a scratch miss with a
+    location in union mode, or admitted in approximate mode."""
+    if u >= r.cap:
+        return True
+    return r.scratch[u] >= 0 and (r.union_mode or (r.compact[u] & ADMIT_BIT) != 0)
+
+
+def victims_stage(r: Request) -> None:
+    """A hot slot not stamped this call for each miss that needs one (-1: none left)."""
+    r.need = [u for u in range(r.m) if needs_victim(r, u)]
+    ref, m, cursor, hot, e_now = r.ref, r.m, r.cursor, r.hot, r.e_now
+    if r.union_mode:
         # chunk by chunk, as sglang's commit block: sample, then the chunk's fallbacks, whose
         # stamps the next chunk's samples see
-        victims = [-1] * num_victims
+        r.victims = [-1] * len(r.need)
         for lo in range(0, m, COMMIT_CHUNK):
-            chunk = [i for i, u in enumerate(need) if lo <= u < lo + COMMIT_CHUNK]
+            chunk = [i for i, u in enumerate(r.need) if lo <= u < lo + COMMIT_CHUNK]
             for i in chunk:
-                victims[i] = union_victim_reference(ref, need[i], m, cursor, hot, e_now, ebits)
+                r.victims[i] = union_victim_reference(ref, r.need[i], m, cursor, hot, e_now, r.ebits)
             for i in chunk:
-                if victims[i] >= 0:
-                    ref[victims[i]] = e_now
+                if r.victims[i] >= 0:
+                    ref[r.victims[i]] = e_now
             for i in chunk:
-                if victims[i] < 0:
-                    victims[i] = fallback_victim_reference(ref, need[i], cursor, hot, e_now)
+                if r.victims[i] < 0:
+                    r.victims[i] = fallback_victim_reference(ref, r.need[i], cursor, hot, e_now)
     else:
-        victims = approximate_victims_reference(ref, need, m, cap, hot, e_now)
-        for i in range(num_victims):
-            if victims[i] < 0:
-                victims[i] = fallback_victim_reference(ref, need[i], cursor, hot, e_now)
-    inserts = []
-    for i, u in enumerate(need):
-        v = victims[i]
-        p = int(compact[u]) & COMPACT_POS_MASK
-        tok = int(table[p]) & MASK32
-        if v >= 0 and slot_locs[v] >= 0:
-            old_loc, old_tok = int(slot_locs[v]), int(slot_tokens[v])
+        r.victims = approximate_victims_reference(ref, r.need, m, r.cap, hot, e_now)
+        for i, u in enumerate(r.need):
+            if r.victims[i] < 0:
+                r.victims[i] = fallback_victim_reference(ref, u, cursor, hot, e_now)
+
+
+def evictions_stage(r: Request) -> None:
+    """Each victim with a location: its token leaves the hash, the miss's token takes the slot,
+    then zero-copy promotion, or a direct-overflow miss is listed to copy into the slot's
+    location. A direct-overflow miss without one is UNRESOLVED."""
+    r.inserts = []
+    for v, u in zip(r.victims, r.need):
+        p = int(r.compact[u]) & COMPACT_POS_MASK
+        tok = int(r.table[p]) & MASK32
+        if v >= 0 and r.slot_locs[v] >= 0:
+            old_loc, old_tok = int(r.slot_locs[v]), int(r.slot_tokens[v])
             if old_tok >= 0:
-                hash_erase_reference(bank0, bank1, old_tok, v)
-            slot_tokens[v] = tok
-            if u < cap:
-                slot_locs[v], scratch[u] = scratch[u], old_loc
+                hash_erase_reference(r.bank0, r.bank1, old_tok, v)
+            r.slot_tokens[v] = tok
+            if u < r.cap:
+                r.slot_locs[v], r.scratch[u] = r.scratch[u], old_loc
             else:
-                index[p] = (sigma << 32) | old_loc
-                src = int(host_locs[tok])
-                copy_items_reference(call.host_cache, call.device_buffer, [src], [old_loc],
-                                     call.item_size_bytes)
-                if plan is not None:
-                    plan[0][b, u], plan[1][b, u] = src, old_loc
-            inserts.append((v << 32) | tok)
-        elif u >= cap:
-            index[p] = (sigma << 32) | UNRESOLVED
-            if plan is not None:
-                plan[0][b, u], plan[1][b, u] = -1, -1  # no victim: nothing copied
-    degraded |= hash_insert_reference(bank0, bank1, inserts)
-    if overflow:
-        direct = np.flatnonzero(locations <= -2)
-        low = index[compact[-2 - locations[direct]].astype(np.int64) & COMPACT_POS_MASK] & MASK32
-        locations[direct] = np.where(low == UNRESOLVED, -1, low)
-    out[:] = locations
-    scratch_state[0, COUNT_LAST * n + rid] = m
-    scratch_state[0, COUNT_WORK * n + rid] = 0
-    scratch_state[0, COUNT_UNION * n + rid] = 0
-    scratch_state[0, COUNT_GEN * n + rid] = pack_generation(sigma, degraded)
-    state.cache_policy[0, rid] = pack_clock(e_now, (cursor + min(m, hot)) % hot, cbits)
-    if plan is not None:
-        plan[2][b] = m
+                r.index[p] = (r.sigma << 32) | old_loc
+                r.copy_src[u], r.copy_dst[u] = int(r.host_locs[tok]), old_loc
+            r.inserts.append((v << 32) | tok)
+        elif u >= r.cap:
+            r.index[p] = (r.sigma << 32) | UNRESOLVED
+
+
+def hash_stage(r: Request) -> None:
+    """The new tokens into the hash banks (rounds, then cuckoo); a failure degrades the hash."""
+    r.degraded |= hash_insert_reference(r.bank0, r.bank1, r.inserts)
+
+
+def finish_stage(r: Request) -> None:
+    """Direct-overflow outputs, every output, the counters, the CLOCK state and the plan."""
+    if r.overflow:
+        direct = np.flatnonzero(r.locations <= -2)
+        p = r.compact[-2 - r.locations[direct]].astype(np.int64) & COMPACT_POS_MASK
+        low = r.index[p] & MASK32
+        r.locations[direct] = np.where(low == UNRESOLVED, -1, low)
+    r.call.top_k_device_locs[r.b].reshape(r.t)[:] = r.locations
+    n, rid = r.n, r.rid
+    r.counters[COUNT_LAST * n + rid] = r.m
+    r.counters[COUNT_WORK * n + rid] = 0
+    r.counters[COUNT_UNION * n + rid] = 0
+    r.counters[COUNT_GEN * n + rid] = pack_generation(r.sigma, r.degraded)
+    r.call.state.cache_policy[0, rid] = pack_clock(r.e_now, (r.cursor + min(r.m, r.hot)) % r.hot,
+                                                   r.cbits)
+    if r.call.record:
+        r.call.miss_src[r.b, :r.m] = r.copy_src
+        r.call.miss_dst[r.b, :r.m] = r.copy_dst
+        r.call.miss_count[r.b] = r.m
+
+
+def copy_stage(r: Request) -> None:
+    """Every copied miss's item, host -> device (the plan's pairs)."""
+    copied = r.copy_dst >= 0
+    copy_items_reference(r.call.host_cache, r.call.device_buffer, r.copy_src[copied],
+                         r.copy_dst[copied], r.call.item_size_bytes)
+
+
+def request_reference(call: SpecCall, b: int) -> None:
+    """Gather and commit of real row ``b``: the stages of docs/speculative-swap-in.md."""
+    r = Request(call, b)
+    classify_stage(r)
+    count_stage(r)
+    number_stage(r)
+    duplicates_stage(r)
+    admission_stage(r)
+    victims_stage(r)
+    evictions_stage(r)
+    hash_stage(r)
+    finish_stage(r)
+    copy_stage(r)
 
 
 def load_cache_to_device_buffer_spec_mla_reference(
         *, top_k_tokens, device_buffer_tokens, host_cache_locs, device_buffer_locs, host_cache,
         device_buffer, top_k_device_locs, req_pool_indices, seq_lens, state, num_real_reqs,
         miss_src=None, miss_dst=None, miss_count=None, item_size_bytes=None,
-        checks="full") -> None:
+        checks="full", version=None) -> None:
     """NumPy oracle of the launcher (same keywords; NumPy arrays; mutates them in place).
 
-    Shapes/dtypes: see the launcher. Written per request, per occurrence, for clarity.
+    Shapes/dtypes: see the launcher. Written per request, stage by stage. ``version`` (the
+    launcher's rung) is ignored: every rung computes this.
     """
-    call = check_speculative(**locals())
+    keywords = dict(locals())
+    del keywords["version"]
+    call = check_speculative(**keywords)
     real = int(num_real_reqs[0])
     for b in range(call.batch):
         if b < real:

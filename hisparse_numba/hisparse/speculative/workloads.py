@@ -15,9 +15,10 @@ def owned_locations(snap: dict, rid: int) -> list:
     return sorted(int(x) for x in locs if x >= 0)
 
 
-def sanitizer_workload(hot=512, top_k=256, steps=4, tail=16, batch=3) -> None:
+def sanitizer_workload(hot=512, top_k=256, steps=4, tail=16, batch=3, version=None) -> None:
     """A few calls that exercise dedupe, union and approximate modes and direct overflow, for
-    ``compute-sanitizer`` (memcheck / racecheck) on a GPU."""
+    ``compute-sanitizer`` (memcheck / racecheck) on a GPU, on rung ``version`` (None: the tuned
+    one)."""
     t = steps * top_k
     kw = make_spec_problem(batch=batch, steps=steps, top_k=top_k, hot=hot, tail=tail, item_words=72,
                            scratch_capacity=max(1, t - hot), max_positions=4 * (hot + t), record=True)
@@ -27,5 +28,5 @@ def sanitizer_workload(hot=512, top_k=256, steps=4, tail=16, batch=3) -> None:
         tokens[:, 1:, : top_k // 2] = tokens[:, :1, : top_k // 2]  # cross-step repeats
         set_selection(kw, tokens, np.full(batch * steps, 4 * (hot + t)),
                       num_real_reqs=batch - (call % 2))
-        load_cache_to_device_buffer_spec_mla(**kw)
+        load_cache_to_device_buffer_spec_mla(**kw, version=version)
     device.synchronize()
