@@ -91,7 +91,7 @@ def is_package_kernel(kernel) -> bool:
 # Functions that turn a call's runtime sizes into a kernel's compile-time values differently on a
 # GPU (from the SM count) and in the simulator. The recorder notes their arguments too, so that a
 # simulator run proves that warmup meets the same sizes, hence the same GPU configurations.
-GEOMETRY_FUNCTIONS = (("hisparse_numba.hisparse.speculative.launch", "geometry"),)
+GEOMETRY_FUNCTIONS = (("hisparse_numba.hisparse.speculative.tiling", "geometry"),)
 
 
 @contextlib.contextmanager

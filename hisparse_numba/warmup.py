@@ -270,10 +270,10 @@ TEST_TASKS = (
 def bench_spec_tasks(batches, variants) -> tuple:
     """The configurations ``bench spec`` launches for ``batches`` and ``variants``: one speculative
     task per (occurrences per thread, committer tile, record) key its batches reach on this GPU
-    (``speculative.launch.geometry``), at the first batch with that key and the benchmark's sizes
+    (``speculative.tiling.geometry``), at the first batch with that key and the benchmark's sizes
     (small items: the item size is not compiled in), and the single-step kernels of ``lru_1_full``."""
     from .bench import spec as bench
-    from .hisparse.speculative.launch import geometry
+    from .hisparse.speculative.tiling import geometry
 
     records = {True} | ({False} if {"spec_4_full", "spec_1_full_3_shared"} & set(variants) else set())
     tasks, seen = [], set()

@@ -66,12 +66,12 @@ def test_recorder_names_kernel_compile_time_values_and_argument_types(tmp_path):
 
 
 def test_recorder_notes_the_speculative_geometry():
-    from hisparse_numba.hisparse.speculative import launch
+    from hisparse_numba.hisparse.speculative import tiling
 
     with warmup.recording_launches() as seen:
-        launch.geometry(3, 16)
-    assert seen == {"hisparse_numba.hisparse.speculative.launch.geometry(3, 16)"}
-    assert launch.geometry.__name__ == "geometry" and launch.geometry.__module__ == launch.__name__
+        tiling.geometry(3, 16)
+    assert seen == {"hisparse_numba.hisparse.speculative.tiling.geometry(3, 16)"}
+    assert tiling.geometry.__name__ == "geometry" and tiling.geometry.__module__ == tiling.__name__
 
 
 def test_recorder_keys_factory_kernels_by_their_compile_time_values():

@@ -10,7 +10,7 @@ import numpy as np
 from hisparse_numba.hisparse.speculative import state as spec_state
 from hisparse_numba.hisparse.speculative.examples import (make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection)
-from hisparse_numba.hisparse.speculative import launch
+from hisparse_numba.hisparse.speculative import v3_tuned
 
 # (steps, top_k, H): one tile per request on every backend, so the key is the same for all three
 SIZES = ((2, 16, 16), (3, 10, 24), (4, 8, 32))
@@ -30,7 +30,7 @@ def recording(monkeypatch, module, name):
 
 
 def test_three_sizes_use_one_swap_kernel_and_one_initialiser(monkeypatch):
-    swap_keys = recording(monkeypatch, launch, "swap_kernel")
+    swap_keys = recording(monkeypatch, v3_tuned, "swap_kernel")
     init_keys = recording(monkeypatch, spec_state, "_init_kernel")
     rng = np.random.default_rng(15)
     for steps, top_k, hot in SIZES:

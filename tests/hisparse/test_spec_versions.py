@@ -39,7 +39,7 @@ def test_check_version_takes_none_or_a_registered_number():
     for bad in (True, 1.0, "1"):
         with pytest.raises(TypeError, match="version"):
             versions.check_version(bad)
-    with pytest.raises(ValueError, match=r"version must be one of \[1, 3\], got 7"):
+    with pytest.raises(ValueError, match=r"version must be one of \[1, 2, 3\], got 7"):
         versions.check_version(7)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hisparse_numba import device
-from hisparse_numba.hisparse.speculative import launch
+from hisparse_numba.hisparse.speculative import launch, tiling
 from hisparse_numba.hisparse.speculative.device_fns import HOLD_WORDS, LANES
 from hisparse_numba.hisparse.speculative.examples import (make_spec_problem, mismatches,
                                                    run_kernel_and_reference, set_selection,
@@ -44,8 +44,8 @@ def test_random_call_sequences_match_reference(seed, spec_version, monkeypatch):
     # every rung; the tuned one both ways of committing: a committer tile per request (seeds 0,
     # 1, 4, 5, ...), with copier tiles on the odd ones, or the last tile to arrive (seeds 2, 3, ...)
     committer = seed // 2 % 2 == 0
-    monkeypatch.setattr(launch, "committer_tile", lambda batch, tiles: committer)
-    monkeypatch.setattr(launch, "copier_tiles",
+    monkeypatch.setattr(tiling, "committer_tile", lambda batch, tiles: committer)
+    monkeypatch.setattr(tiling, "copier_tiles",
                         lambda batch, tiles, has_committer: 2 + seed % 3 if seed % 2 and has_committer else 0)
     rng = np.random.default_rng(seed)
     steps = int(rng.integers(2, 5))
@@ -96,10 +96,10 @@ def test_copier_tiles_copy_every_listed_miss_once(copiers, warps, item_words, mo
     # that split the request's listed misses between them. In the simulator: one-warp tiles (the
     # warp indexes and loads), tiles of several warps (the first indexes, the others load), and
     # items too large for a loader's registers (copied only once numbered)
-    monkeypatch.setattr(launch, "committer_tile", lambda batch, tiles: True)
-    monkeypatch.setattr(launch, "copier_tiles", lambda batch, tiles, committer: copiers)
+    monkeypatch.setattr(tiling, "committer_tile", lambda batch, tiles: True)
+    monkeypatch.setattr(tiling, "copier_tiles", lambda batch, tiles, committer: copiers)
     if not ON_GPU:
-        monkeypatch.setattr(launch, "tile_threads", lambda num_occurrences: warps * LANES)
+        monkeypatch.setattr(tiling, "tile_threads", lambda num_occurrences: warps * LANES)
     rng = np.random.default_rng(copiers)
     steps, top_k, hot, tail = 4, 64 if not ON_GPU else 2048, 128 if not ON_GPU else 4096, 8
     batch, words = 2, item_words if not ON_GPU or item_words > 2 else 72

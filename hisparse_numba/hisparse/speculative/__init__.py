@@ -7,12 +7,13 @@ of a request in one launch pair and writes one physical device location per occu
 reproduces: docs/speculative-swap-in.md. Lessons 01, 03, 04 and 08 use this launcher.
 
 Files, in reading order: ``checks.py`` (arguments, ``check_speculative -> SpecCall``),
-``value_checks.py`` (the values, in one device pass),
-``reference.py`` (the NumPy oracle, one function per stage), ``versions.py`` (the kernel's rungs),
-``v1_plain.py`` and ``v1_commit.py`` (version 1: one block per request, the stages in order),
-``device_fns.py``, ``commit.py`` and ``v3_tuned.py`` (version 3, the tuned kernel:
-single-occurrence and single-miss steps, the commit's stages, the tiles' roles), ``launch.py``
-(geometry, workspace, ``launch_unchecked``, the launcher; ``version=`` picks the rung).
+``value_checks.py`` (the values, in one device pass), ``reference.py`` (the NumPy oracle, one
+function per stage), then the kernel versions from plain to tuned (``versions.py`` lists them):
+``v1_plain.py`` (one block per request, the stages in order), ``v2_tiles.py`` (a request over many
+tiles; the tile stages in ``tiles.py``, the commit's in ``finish.py`` and ``commit.py``, the
+single-occurrence and single-miss steps in ``device_fns.py``, geometry and workspace in
+``tiling.py``) and ``v3_tuned.py`` (a committer tile and copier tiles: ``copiers.py``); then
+``launch.py`` (the public launcher). State: ``state.py`` and ``hash.py``.
 
 Per occurrence ``occ = step * top_k + k`` of a real row (``b < num_real_reqs[0]``), in order:
 

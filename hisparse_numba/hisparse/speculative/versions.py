@@ -23,6 +23,8 @@ class Version(NamedTuple):
 VERSIONS = {
     1: Version(1, "v1_plain", "the reference's stages as a kernel, one block per request, a "
                "barrier between stages: the rules, written to be read"),
+    2: Version(2, "v2_tiles", "a request over many tiles of occurrences, the last tile to arrive "
+               "commits: the occurrences spread over the SMs"),
     3: Version(3, "v3_tuned", "tiles over the occurrences, copier tiles and a committer tile that "
                "overlap the copies with the commit, settled hash rounds: sglang's speed"),
 }
