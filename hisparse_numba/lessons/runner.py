@@ -124,6 +124,15 @@ def select(lessons: list[Lesson], ids) -> list[Lesson]:
     return [l for l in lessons if l.id in wanted]
 
 
+def lesson_kernel_env() -> dict:
+    """What a lesson's kernel adds to its environment: ``HISPARSE_NUMBA_VERSION``, the rung of each
+    kernel ladder that launchers run by default (this process's value when set, else version 1:
+    the plain kernels, which compile fastest on a GPU; ``hisparse/version_default.py``)."""
+    from ..hisparse.version_default import LESSON_VERSION, VERSION_ENV
+
+    return {VERSION_ENV: os.environ.get(VERSION_ENV) or str(LESSON_VERSION)}
+
+
 @functools.cache
 def _kernel_dir() -> str:
     """A Jupyter data dir whose ``python3`` (and ``hisparse-numba``) kernel is this very interpreter."""
@@ -132,6 +141,7 @@ def _kernel_dir() -> str:
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (hisparse-numba)",
         "language": "python",
+        "env": lesson_kernel_env(),
     }
     for name in ("python3", "hisparse-numba"):
         spec_dir = Path(root, "kernels", name)
