@@ -442,12 +442,26 @@ def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, task
     else:
         for i, task in enumerate(tasks, 1):
             finished(i, task, task.run)
+    mark_lessons([t for t in tasks if t.label not in failed])
     info = device.kernel_cache_info()
     print(f"warm: {info['entries']} cached specialisations, {info['bytes'] / 1e6:.1f} MB, in "
           f"{time.perf_counter() - t_all:.1f} s", file=out, flush=True)
     if failed:
         raise RuntimeError(f"warmup failed for: {'; '.join(failed)}")
     return len(tasks)
+
+
+def mark_lessons(done) -> list:
+    """Mark in the kernel cache (``compile_notice``) every lesson all of whose tasks in this world
+    are among the tasks ``done``; the ids marked."""
+    from .compile_notice import mark_compiled
+
+    done = {t.label for t in done}
+    every = tasks_for("lessons")
+    ids = sorted(i for i in {i for t in every for i in t.lessons}
+                 if all(t.label in done for t in every if i in t.lessons))
+    mark_compiled(ids)
+    return ids
 
 
 def add_arguments(parser) -> None:

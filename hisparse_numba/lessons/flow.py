@@ -100,7 +100,7 @@ def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600, s
     def start_task(task):
         future = pool.submit(warm._run_in_worker, task)
         future.add_done_callback(lambda f: not f.cancelled() and f.exception() and task_failures.append(
-            f"{task.label}: {type(f.exception()).__name__}: {f.exception()}"))
+            (task.label, f"{type(f.exception()).__name__}: {f.exception()}")))
         return future
 
     def run_lesson(lesson):
@@ -117,8 +117,11 @@ def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600, s
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    for failure in task_failures:
-        print(f"warmup task failed (its lessons compiled for themselves): {failure}", file=out)
+    if pool is not None:
+        failed_tasks = {label for label, _ in task_failures}
+        warm.mark_lessons([t for t in tasks if t.label not in failed_tasks])
+    for label, why in task_failures:
+        print(f"warmup task failed (its lessons compiled for themselves): {label}: {why}", file=out)
     failed = [r for r in results if not r.ok]
     print(f"{len(results) - len(failed)} passed, {len(failed)} failed, in "
           f"{time.perf_counter() - t0:.0f} s", file=out, flush=True)
