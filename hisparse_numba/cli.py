@@ -90,8 +90,9 @@ def _lessons_args(p):
     q.add_argument("--out", default="build/lessons", help="where executed copies and HTML go "
                                                           "(default: build/lessons)")
     q.add_argument("--timeout", type=_positive_int, default=600, help="seconds per cell (default: 600)")
-    q.add_argument("--jobs", "-j", type=_positive_int, default=1, metavar="N",
-                   help="lessons run at a time, each in its own kernel (default: 1)")
+    q.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
+                   help="lessons run at a time, each in its own kernel (default: 1; with --warmup on "
+                        "a GPU 4)")
     q.add_argument("--warmup", action="store_true",
                    help="on a GPU: compile the lessons' kernels in background processes while the "
                         "lessons run, each lesson waiting only for its own (what make lessons runs)")
@@ -148,7 +149,7 @@ def _lessons(args) -> int:
         return _lessons_list(runner.discover(_lessons_dir(args)), args.all)
     if args.action == "run":
         _device()
-        if args.warmup or args.jobs > 1:
+        if args.warmup or (args.jobs or 1) > 1:
             from .lessons import flow
 
             return flow.run(args.ids, _lessons_dir(args), args.out, args.timeout, args.solved,

@@ -122,7 +122,9 @@ def test_cli_lessons_run_takes_jobs_and_warmup(monkeypatch):
     from hisparse_numba import cli
 
     got = {}
-    monkeypatch.setattr(flow, "run", lambda *a: got.setdefault("args", a) and 0)
+    monkeypatch.setattr(flow, "run", lambda *a: got.update(args=a) or 0)
     cli.main(["lessons", "run", "00", "--solved", "--warmup", "--jobs", "3", "--dir", str(LESSONS_DIR)])
     ids, _, _, _, solved, jobs, warm, compile_jobs = got["args"]
     assert (ids, solved, jobs, warm, compile_jobs) == (["00"], True, 3, True, None)
+    cli.main(["lessons", "run", "00", "--warmup", "--dir", str(LESSONS_DIR)])
+    assert got["args"][5] is None            # the flow picks: 4 on a GPU, 1 in the simulator

@@ -22,7 +22,10 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-POLL_S = 0.5    # how often a waiting scheduler looks again (a task or lesson ending wakes it sooner)
+POLL_S = 0.5
+# Lessons at a time on a GPU: each waits mostly on its kernel's start and imports (seconds) and
+# launches small kernels, so a few share one GPU well.
+GPU_LESSON_JOBS = 4    # how often a waiting scheduler looks again (a task or lesson ending wakes it sooner)
 
 
 def task_order(tasks: Sequence, first_lesson: str | None) -> list:
@@ -73,15 +76,18 @@ def _compile_pool(jobs: int | None, num_tasks: int):
 
 
 def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600, solved: bool = False,
-        jobs: int = 1, warmup: bool = True, compile_jobs: int | None = None, out=None) -> int:
+        jobs: int | None = None, warmup: bool = True, compile_jobs: int | None = None, out=None) -> int:
     """Run the lessons ``ids`` (all: empty) as ``runner.run`` does, ``jobs`` at a time, with the
     warmup's tasks compiling in the background when ``warmup`` (on a GPU; nothing to compile in
-    the simulator). Returns 1 when a lesson failed, else 0."""
+    the simulator). ``jobs`` None: :data:`GPU_LESSON_JOBS` on a GPU, 1 in the simulator (whose
+    lessons are CPU-bound). Returns 1 when a lesson failed, else 0."""
     from .. import device
     from .. import warmup as warm
     from . import runner
 
     out = out or sys.stdout
+    if jobs is None:
+        jobs = GPU_LESSON_JOBS if device.backend() == "cuda" else 1
     lessons = runner.select(runner.discover(lessons_dir), ids)
     if not lessons:
         print(f"no lesson notebooks in {lessons_dir or runner.default_lessons_dir()}", file=out, flush=True)
