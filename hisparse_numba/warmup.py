@@ -114,7 +114,8 @@ def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool
     ``strided_plan`` the plan arrays are strided views; with ``replay`` the planned copy replays
     the recorded plan into another layer, both ``skip_io`` values. ``unchecked_hot`` launches the
     checked call again, unchecked, with a smaller hot buffer size (lesson 09's H < K, which the
-    checks reject; the arrays stay sized for ``hot_buffer_size``, so it stays in bounds)."""
+    checks reject; the arrays stay sized for ``hot_buffer_size``, so it stays in bounds), on the tuned
+    rung as the lesson does."""
     import numpy as np
 
     from .hisparse.single_step.examples import make_swap_in_problem, planned_copy_args, to_device_problem
@@ -141,7 +142,7 @@ def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool
                 load_cache_to_device_buffer_mla(**d, version=version)
         else:
             call = check_swap_in(**d)
-            launch_unchecked(call._replace(hot_buffer_size=unchecked_hot))
+            launch_unchecked(call._replace(hot_buffer_size=unchecked_hot), version=versions.DEFAULT)
         if replay and record_plan and not skip:
             load_cache_to_device_buffer_mla_reference(**p)
             d = to_device_problem(p)
