@@ -146,3 +146,13 @@ def test_the_ladder_on_the_simulator_says_it_needs_a_gpu(capsys):
         pytest.skip("a GPU is present: the ladder runs for real")
     assert cli.main(["bench", "swap-in", "--versions"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_every_single_step_rung_is_checked_then_timed():
+    out = io.StringIO()
+    rows = ladder.measure(ladder.SWAP_IN, batches=(1, 8), iters=3, out=out)
+    assert "NOT TIMED" not in out.getvalue(), out.getvalue()
+    assert [(r["rung"], r["batch"]) for r in rows] == [
+        (f"{n} {v.name}", b) for n, v in sorted(single_versions.VERSIONS.items()) for b in (1, 8)]
+    assert all(r["us"] > 0 and r["GBps"] > 0 for r in rows)

@@ -108,7 +108,9 @@ def measure(family: Family, batches=LADDER_BATCHES, iters: int = 20, floor_gbps:
                              speedup=f"{previous[batch] / us:.2f}x" if batch in previous else "-"))
             previous[batch] = us
             print(f"  rung {number} batch {batch}: {us:.1f} us", file=out, flush=True)
-            del bench
+            del bench                       # free the batch's buffers before the next one
+            if device.backend() == "cuda":
+                device.xp.get_default_memory_pool().free_all_blocks()
     return rows
 
 

@@ -19,7 +19,7 @@ Launch geometry (version 2, the tuned kernel): one CUDA block per batch row (gri
 request's whole LRU reorder happens inside one block (``lru_slots`` are int16, and Numba has
 no 16-bit atomics). Shared memory per block: a ``2K``-entry int64 open-addressing hash of the
 selected positions (later reused for the miss copy list), ``K`` int16 evicted slots, ``K``
-uint8 lane flags and ``block_size`` int32 scan cells: ``20K + 4 * block_size`` bytes (45 KiB
+uint8 lane flags and ``block_size`` int32 scan cells: ``19K + 4 * block_size`` bytes (42 KiB
 at K=2048, block 1024), independent of ``H``. Ranks are block-wide prefix scans
 (``blockscan.py``: warp shuffles on a GPU, shared memory alone in the simulator). The item copy is
 cooperative: the whole block walks the flattened (miss, 8-byte word) space, reading the host

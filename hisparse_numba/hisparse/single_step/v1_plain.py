@@ -11,9 +11,10 @@ calls a NumPy primitive, this version does the plainest thing that is right:
 * ``device_items[dst] = host_items[src]``: the whole block copies the miss list word by word.
 
 Shared memory: ``order`` (int16 ``[H]``), ``hit`` (uint8 ``[H]``), ``served`` (uint8 ``[K]``),
-``src`` (int64 ``[K]``), ``dst`` (int32 ``[K]``): ``3H + 13K + 4`` bytes (:func:`shared_memory_bytes`),
-38 KiB at sglang's K=2048, H=4096. It grows with H, so this version stops at the 48 KiB static
-limit (H = 7508 at K=2048); the launcher rejects a larger call. Lesson 16 climbs from here.
+``src`` (int64 ``[K]``), ``dst`` (int32 ``[K]``): ``3H + 13K + 4`` bytes (:func:`shared_memory_bytes`;
+the sm_90 PTX declares 38916 at sglang's K=2048, H=4096). It grows with H, so this version stops
+at the 48 KiB static limit (H = 7508 at K=2048); the launcher rejects a larger call. Lesson 16
+climbs from here.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ version 1 (``v1_plain.py``). What changes, stage by stage, and why:
 * ranks: the m-th miss's evictable slot and each slot's new LRU position come from block-wide
   prefix scans (``blockscan.py``), not from one thread counting while the block waits;
 * the old LRU order and the hit flags live in each thread's registers, not in shared memory, so
-  the shared memory (``20K + 4 * block_size`` bytes, :func:`shared_memory_bytes`) no longer grows
+  the shared memory (``19K + 4 * block_size`` bytes, :func:`shared_memory_bytes`) no longer grows
   with H; the hash's entries are reused for the miss copy list.
 
 ``swap_in_kernel(K, H, block_size, record_plan, skip_io)`` builds the kernel for one compile-time
@@ -30,7 +30,7 @@ from .hash import HASH_EMPTY, hash_find_dev, hash_insert_dev
 
 def shared_memory_bytes(num_top_k: int, hot_buffer_size: int, block_size: int) -> int:
     """Static shared memory of one block of this version."""
-    return 20 * num_top_k + 4 * block_size + 4
+    return 19 * num_top_k + 4 * block_size + 4
 
 
 @functools.cache
