@@ -1,13 +1,13 @@
 """NumPy reference (the oracle) of the speculative swap-in, ``load_cache_to_device_buffer_spec_mla``.
 
 Same keywords as the launcher (``launch.py``: shapes and dtypes), on NumPy arrays, mutated in
-place. ``request_reference`` runs one request as the list of its stages (docs/speculative-swap-in.md,
-"Stages"), one function each: classify, count, number, duplicates, admission, victims, evictions,
-hash, finish, copy; every rung of the kernel (``versions.py``) has a stage of the same name. The
-per-occurrence stages work on whole rows of occurrences (NumPy passes), so that sglang's sizes
-(T = 8192, batch 64) take well under a second per call; the per-miss stages of the commit stay
-loops, as the rules read. Every rung must equal it on every output and state array. Lessons 01,
-03, 04 and 08 run it beside the kernel.
+place. ``request_reference`` runs one request as the list of its stages
+(docs/speculative-swap-in.md, "Stages and versions"), one function each: classify, count,
+number, duplicates, admission, victims, evictions, hash, finish, copy; every rung of the kernel
+(``versions.py``) has a stage of the same name. The per-occurrence stages work on whole rows of
+occurrences (NumPy passes), so that sglang's sizes (T = 8192, batch 64) take well under a second
+per call; the per-miss stages of the commit stay loops, as the rules read. Every rung must equal
+it on every output and state array. Lessons 01, 03, 04 and 08 run it beside the kernel.
 """
 
 from __future__ import annotations
@@ -205,7 +205,8 @@ class Request:
         self.n, self.cap, self.t = call.num_requests, call.capacity, call.steps * call.top_k
         state, t = call.state, self.t
         self.rid = rid = int(call.req_pool_indices[b])
-        self.slot_tokens, self.slot_locs = call.device_buffer_tokens[rid], call.device_buffer_locs[rid]
+        self.slot_tokens = call.device_buffer_tokens[rid]
+        self.slot_locs = call.device_buffer_locs[rid]
         self.host_locs = call.host_cache_locs[rid]
         self.bank0, self.bank1 = state.cache_index[rid, 0], state.cache_index[rid, 1]
         self.ref = state.cache_policy[rid + 1]
@@ -310,7 +311,8 @@ def victims_stage(r: Request) -> None:
         for lo in range(0, m, COMMIT_CHUNK):
             chunk = [i for i, u in enumerate(r.need) if lo <= u < lo + COMMIT_CHUNK]
             for i in chunk:
-                r.victims[i] = union_victim_reference(ref, r.need[i], m, cursor, hot, e_now, r.ebits)
+                r.victims[i] = union_victim_reference(ref, r.need[i], m, cursor, hot, e_now,
+                                                      r.ebits)
             for i in chunk:
                 if r.victims[i] >= 0:
                     ref[r.victims[i]] = e_now

@@ -72,7 +72,8 @@ def union_victims_dev(cache_policy, scratch_state, scratch_locs, victims, rid, m
         cuda.syncthreads()
         if tid == 0:
             for u in range(lo, hi):
-                if victims[u] < 0 and needs_victim_dev(scratch_state, scratch_locs, rid, u, True, t):
+                if victims[u] < 0 and needs_victim_dev(scratch_state, scratch_locs, rid, u, True,
+                                                       t):
                     victims[u] = fallback_victim_dev(cache_policy, row, u, cursor, hot, e_now)
         cuda.syncthreads()
 

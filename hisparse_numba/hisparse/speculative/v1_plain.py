@@ -7,7 +7,10 @@ loop, or atomic.min of an index), so that each stage reads beside its reference 
 after every stage; the gather's stages are here, the commit's in ``v1_commit.py``. Shared: each
 unique miss's victim and walk position (``MAX_OCCURRENCES`` int16 each) and the scan, 36 KiB.
 Global ``PlainWorkspace`` rows: each occurrence's table position, each position's first
-occurrence, the copy list. Lessons 01, 03, 04 and 08 show this rung first.
+occurrence, the copy list. ``dbt``, ``dbl``, ``hcl``: ``device_buffer_tokens``,
+``device_buffer_locs``, ``host_cache_locs``; ``metadata``: ``scratch_state`` as int64 words (row
+``rid + 1``: table from word 0, index from word ``T``; compact entries from int32 column ``4T``).
+Lessons 01, 03, 04 and 08 show this rung first.
 """
 
 from __future__ import annotations
