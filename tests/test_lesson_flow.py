@@ -22,7 +22,7 @@ def fake_task(name, lessons, seconds=1.0):
     return warmup.Task(name, "fake", "fake", seconds=seconds, lessons=tuple(lessons))
 
 
-def run_schedule(lessons, tasks, durations, jobs=1, lesson_s=0.05):
+def run_schedule(lessons, tasks, durations, jobs=1, lesson_s=0.05, first_now=False):
     """Schedule with tasks that sleep ``durations[name]`` in threads; returns (when each task
     ended, when each lesson started, results)."""
     ended, started, t0 = {}, {}, time.perf_counter()
@@ -39,7 +39,7 @@ def run_schedule(lessons, tasks, durations, jobs=1, lesson_s=0.05):
         time.sleep(lesson_s)
         return lesson.id
 
-    results = flow.schedule(lessons, tasks, start_task, run_lesson, jobs)
+    results = flow.schedule(lessons, tasks, start_task, run_lesson, jobs, first_now=first_now)
     workers.shutdown()
     return ended, started, results
 
@@ -52,6 +52,13 @@ def test_each_lesson_waits_only_for_its_own_tasks():
     assert started["00"] >= ended["quick"] and started["00"] < ended["slow"]
     assert started["02"] < ended["slow"]                # lesson 02 does not wait for lesson 01's task
     assert started["01"] >= ended["slow"]
+
+
+def test_the_first_lesson_can_start_at_once_and_compile_its_own():
+    lessons = [FakeLesson("00"), FakeLesson("01")]
+    tasks = [fake_task("first", ["00"]), fake_task("second", ["01"])]
+    ended, started, _ = run_schedule(lessons, tasks, {"first": 0.5, "second": 0.5}, first_now=True)
+    assert started["00"] < ended["first"] and started["01"] >= ended["second"]
 
 
 def test_jobs_run_lessons_at_once():

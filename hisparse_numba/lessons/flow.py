@@ -4,8 +4,10 @@ On a GPU a lesson's first launch of each kernel specialisation compiles it (tens
 the speculative swap-in). ``warmup --lessons`` compiles them all into the on-disk kernel cache;
 run first and then the lessons, the learner sees nothing until the last compile ends. Here the
 warmup's worker processes compile in the background while the lessons run, and each lesson starts
-as soon as *its own* tasks (``warmup.tasks_of_lesson``) are compiled: lesson 00's first, then the
-longest (``Task.seconds``) so that no long compile starts last. ``--jobs N`` runs up to N lessons
+as soon as *its own* tasks (``warmup.tasks_of_lesson``) are compiled; the workers take the first
+lesson's tasks first, then the longest (``Task.seconds``) so that no long compile starts last. The
+first lesson itself starts at once and compiles what it launches as it goes, so its first kernel
+runs after one compile. ``--jobs N`` runs up to N lessons
 at a time (each in its own Jupyter kernel: on a GPU machine their time is mostly kernel start and
 imports), preferring the lowest lesson id whose tasks are done. Under the simulator nothing is
 compiled, and the lessons start at once.
@@ -35,14 +37,18 @@ def task_order(tasks: Sequence, first_lesson: str | None) -> list:
 
 
 def schedule(lessons: Sequence, tasks: Sequence, start_task: Callable, run_lesson: Callable,
-             jobs: int = 1, report: Callable = lambda result: None) -> list:
+             jobs: int = 1, report: Callable = lambda result: None, first_now: bool = True) -> list:
     """Start every task (``start_task(task) -> Future``, in :func:`task_order`), and run each
     lesson (``run_lesson(lesson) -> result``, up to ``jobs`` at a time) once the tasks naming it
     (``task.lessons``) are done, failed ones included (a lesson then compiles what it lacks).
+    With ``first_now`` the first lesson starts at once and compiles what it launches before the
+    workers are done (its first kernel then runs after one compile, not after all of its tasks').
     ``report(result)`` is called as each lesson ends; returns the results in lesson order."""
     ids = [lesson.id for lesson in lessons]
     futures = {task: start_task(task) for task in task_order(tasks, ids[0] if ids else None)}
     needs = {lesson.id: [futures[t] for t in tasks if lesson.id in t.lessons] for lesson in lessons}
+    if first_now and ids:
+        needs[ids[0]] = []
     waiting, running, results = list(lessons), {}, {}
     with cf.ThreadPoolExecutor(max(1, jobs)) as pool:
         while waiting or running:
