@@ -3,7 +3,9 @@ LLVM IR) against NVVM (LLVM IR to PTX), per warmup task and per kernel specialis
 
     HISPARSE_NUMBA_BACKEND=compile-only python scripts/compile_profile.py [--which lessons] [--match TEXT]
 
-Each task of ``warmup.tasks_for(which)`` runs in this process with an empty list of compiled
+Times are this process's CPU seconds (``time.process_time``: Numba compiles on one thread, so on
+an idle machine they equal the wall time, and a busy machine does not inflate them). Each task of
+``warmup.tasks_for(which)`` runs in this process with an empty list of compiled
 signatures (``device.compiled_signatures``), so each reports what it compiles on its own, as a
 warmup worker process does. A GPU adds the driver's PTX -> cubin step (ptxas), not measured here.
 """
@@ -33,22 +35,22 @@ def main(argv=None) -> int:
     compile_ir = nvvm.compile_ir
 
     def timed_compile_ir(*a, **k):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
             return compile_ir(*a, **k)
         finally:
-            nvvm_seconds[0] += time.perf_counter() - t0
+            nvvm_seconds[0] += time.process_time() - t0
 
     nvvm.compile_ir = timed_compile_ir
     per_kernel = []         # (kernel, front end s, NVVM s) of each specialisation compiled
     compile_ptx = device.cuda.compile_ptx
 
     def timed_compile_ptx(func, sig, **k):
-        before, t0 = nvvm_seconds[0], time.perf_counter()
+        before, t0 = nvvm_seconds[0], time.process_time()
         result = compile_ptx(func, sig, **k)
         spent_nvvm = nvvm_seconds[0] - before
         per_kernel.append((f"{func.__module__.rsplit('.', 1)[-1]}.{func.__qualname__}",
-                           time.perf_counter() - t0 - spent_nvvm, spent_nvvm))
+                           time.process_time() - t0 - spent_nvvm, spent_nvvm))
         return result
 
     device.cuda.compile_ptx = timed_compile_ptx
@@ -60,9 +62,9 @@ def main(argv=None) -> int:
         device.compiled_signatures.clear()
         nvvm_seconds[0] = 0.0
         per_kernel.clear()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         task.run()
-        wall = time.perf_counter() - t0
+        wall = time.process_time() - t0
         front = wall - nvvm_seconds[0]
         total_front, total_nvvm = total_front + front, total_nvvm + nvvm_seconds[0]
         print(f"{task.label[:90]:<90} {len(per_kernel):>5} {front:>8.1f} {nvvm_seconds[0]:>7.1f}",
