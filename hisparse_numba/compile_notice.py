@@ -29,7 +29,7 @@ WARMUP_COMMAND = "hisparse-numba warmup --lessons"
 
 
 def _rung() -> str:
-    from .hisparse.version_default import LESSON_VERSION, VERSION_ENV
+    from .version_default import LESSON_VERSION, VERSION_ENV
 
     return os.environ.get(VERSION_ENV) or str(LESSON_VERSION)
 

@@ -62,7 +62,7 @@ class Task:
 def lesson_version(active: bool = True):
     """Within: ``HISPARSE_NUMBA_VERSION`` is the lessons' rung (``version_default``; a value set
     already, e.g. ``tuned``, is kept), as in a lesson's kernel; afterwards as it was."""
-    from .hisparse.version_default import LESSON_VERSION, VERSION_ENV
+    from .version_default import LESSON_VERSION, VERSION_ENV
 
     before = os.environ.get(VERSION_ENV)
     if active and not before:

@@ -21,7 +21,7 @@ def gpu_override() -> dict:
 
 
 def test_every_server_runs_the_lessons_rung():
-    from hisparse_numba.hisparse.version_default import LESSON_VERSION, VERSION_ENV
+    from hisparse_numba.version_default import LESSON_VERSION, VERSION_ENV
 
     assert values()["singleuser"]["extraEnv"][VERSION_ENV] == str(LESSON_VERSION)
     assert f"{VERSION_ENV}={LESSON_VERSION}" in (HUB / "Dockerfile").read_text()

@@ -101,7 +101,7 @@ def test_tasks_of_lesson_are_those_naming_it():
 
 
 def test_lesson_tasks_run_the_lessons_rung(monkeypatch):
-    from hisparse_numba.hisparse.version_default import LESSON_VERSION, VERSION_ENV
+    from hisparse_numba.version_default import LESSON_VERSION, VERSION_ENV
     from hisparse_numba.hisparse.speculative import versions
 
     monkeypatch.delenv(VERSION_ENV, raising=False)
@@ -135,3 +135,22 @@ def test_cli_lessons_run_takes_jobs_and_warmup(monkeypatch):
     assert (ids, solved, jobs, warm, compile_jobs) == (["00"], True, 3, True, None)
     cli.main(["lessons", "run", "00", "--warmup", "--dir", str(LESSONS_DIR)])
     assert got["args"][5] is None            # the flow picks: 4 on a GPU, 1 in the simulator
+
+
+def test_gpu_flow_compiles_in_worker_processes_and_marks_the_lessons(monkeypatch, tmp_path, capsys):
+    """The flow's GPU path with stand-ins: tasks that run ``os.getpid`` in spawned workers, lessons
+    that return at once; each lesson is marked compiled in the (fake) kernel cache afterwards."""
+    from hisparse_numba import compile_notice, device
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "kernels"))
+    tasks = (warmup.Task("pid for 00", "os", "getpid", lessons=("00",)),
+             warmup.Task("pid for 02", "os", "getpid", lessons=("02",)))
+    monkeypatch.setattr(device, "backend", lambda: "cuda")
+    monkeypatch.setattr(warmup, "tasks_for", lambda which: tasks)
+    monkeypatch.setattr(runner, "run_lesson", lambda lesson, *a, **k:
+                        runner.LessonResult(lesson, "cuda", 0.1, True, form="solved"))
+    assert flow.run(["00", "02"], LESSONS_DIR, solved=True, compile_jobs=2) == 0
+    out = capsys.readouterr().out
+    assert "4 at a time" in out and "compiling 2 warmup task(s) in 2 background process(es)" in out
+    assert "2 passed, 0 failed" in out and "task failed" not in out
+    assert compile_notice.mark_path("00").exists() and compile_notice.mark_path("02").exists()

@@ -1,4 +1,4 @@
-"""``HISPARSE_NUMBA_VERSION`` (``hisparse/version_default.py``): the rung ``version=None`` runs in
+"""``HISPARSE_NUMBA_VERSION`` (``version_default.py``): the rung ``version=None`` runs in
 every kernel ladder, the lessons' default (version 1) in their kernels."""
 
 import json
@@ -7,7 +7,7 @@ import pytest
 
 from hisparse_numba.hisparse.single_step import versions as single_step_versions
 from hisparse_numba.hisparse.speculative import versions as spec_versions
-from hisparse_numba.hisparse.version_default import LESSON_VERSION, VERSION_ENV
+from hisparse_numba.version_default import LESSON_VERSION, VERSION_ENV
 
 FAMILIES = (single_step_versions, spec_versions)
 

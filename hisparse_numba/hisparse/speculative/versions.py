@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..version_default import default_version
+from ...version_default import default_version
 
 
 class Version(NamedTuple):
