@@ -275,7 +275,7 @@ LESSON_TASKS = (
     _lesson("gather", "hisparse_numba.compile_check", "compile_gather", ("00", "10", "11")),
     _single("", num_top_k=3, hot_buffer_size=6, batch=1, replay=True, rungs=ONE_RUNG, lessons=("00",)),
     _single("", record_plan=False, rungs=ONE_RUNG, lessons=("04", "06")),
-    _single("", replay=True, rungs=ONE_RUNG, lessons=("05", "06", "08", "13")),
+    _single("", replay=True, rungs=ONE_RUNG, lessons=("01", "05", "06", "08", "13")),   # 01: its planned copy
     _single("", strided_plan=True, replay=True, rungs=ONE_RUNG, lessons=("07", "13")),
     _single("", num_top_k=6, hot_buffer_size=12, batch=1, rungs=ONE_RUNG, lessons=("09",)),
     _single("lesson 09 in the simulator", num_top_k=6, hot_buffer_size=12, batch=1, unchecked_hot=4,
