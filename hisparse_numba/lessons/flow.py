@@ -109,10 +109,18 @@ def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600, s
     t0 = time.perf_counter()
     task_failures = []
 
+    def task_done(task, future):
+        if future.cancelled():
+            return
+        if future.exception() is not None:
+            task_failures.append((task.label, f"{type(future.exception()).__name__}: {future.exception()}"))
+        else:       # the measured seconds beside the estimate that orders the tasks (Task.seconds)
+            print(f"  compiled in {future.result():.1f} s (estimate {task.seconds:.0f} s): {task.label} "
+                  f"(at {time.perf_counter() - t0:.0f} s)", file=out, flush=True)
+
     def start_task(task):
         future = pool.submit(warm._run_in_worker, task)
-        future.add_done_callback(lambda f: not f.cancelled() and f.exception() and task_failures.append(
-            (task.label, f"{type(f.exception()).__name__}: {f.exception()}")))
+        future.add_done_callback(lambda f: task_done(task, f))
         return future
 
     def run_lesson(lesson):
