@@ -253,7 +253,7 @@ def _spec(batch, steps, top_k, hot, record, why, lessons=(), **options):
 
 
 def _single(why, simulator_only=False, gpu_only=False, lessons=(), seconds=3.0, **options):
-    label = ", ".join(f"{k}={v}" for k, v in options.items() if k != "rungs")
+    label = ", ".join(f"{k}={v}" for k, v in options.items() if k != "rungs") or "the default sizes"
     return Task(f"single-step swap-in {label} ({why or _about(lessons)})", "hisparse_numba.warmup",
                 "single_step", options, simulator_only=simulator_only, gpu_only=gpu_only,
                 lessons=tuple(lessons), seconds=seconds)
@@ -275,7 +275,7 @@ LESSON_TASKS = (
     _lesson("gather", "hisparse_numba.compile_check", "compile_gather", ("00", "10", "11")),
     _single("", num_top_k=3, hot_buffer_size=6, batch=1, replay=True, rungs=ONE_RUNG, lessons=("00",)),
     _single("", record_plan=False, rungs=ONE_RUNG, lessons=("04", "06")),
-    _single("", replay=True, rungs=ONE_RUNG, lessons=("01", "05", "06", "08", "13")),   # 01: its planned copy
+    _single("", replay=True, rungs=ONE_RUNG, lessons=("01", "05", "06", "07", "08", "13")),
     _single("", strided_plan=True, replay=True, rungs=ONE_RUNG, lessons=("07", "13")),
     _single("", num_top_k=6, hot_buffer_size=12, batch=1, rungs=ONE_RUNG, lessons=("09",)),
     _single("lesson 09 in the simulator", num_top_k=6, hot_buffer_size=12, batch=1, unchecked_hot=4,
@@ -294,6 +294,7 @@ LESSON_TASKS = (
     _lesson("benchmark harness kernels (lesson 11 times its gathers on a GPU; bench)",
             "hisparse_numba.warmup", "compile_harness", ("11",)),
     _lesson("lesson 16's version-1 hit stage", "hisparse_numba.lessons.ex16", "warm_up", ("16",)),
+    _single("lesson 16, every rung against the reference", lessons=("16",)),
     # lesson 16 on a GPU times every rung with the ladder benchmark (its sizes, int64 indices)
     *(_single("lesson 16 on a GPU, the ladder", gpu_only=True, num_top_k=2048, hot_buffer_size=4096,
               batch=2, block_size=1024, index_dtype="int64", record_plan=rec, lessons=("16",),
