@@ -5,8 +5,9 @@ lesson's first cells can sit silent for a while on a cold machine. When ``hispar
 is first imported inside a Jupyter kernel (the first cell of a lesson that imports the package),
 on a GPU with the on-disk kernel cache on, and the lessons' kernels are not marked compiled in
 that cache, it prints one line: that this lesson's kernels compile on their first use, for about
-how long (the sum of its warmup tasks' ``Task.seconds``), and the command that compiles them all
-at once. Nothing is printed in the simulator, outside Jupyter, or on a warm cache.
+how long (the sum of its warmup tasks' ``Task.seconds``), and either that a warmup is compiling
+them now (one holds the cache's warmup lock: :func:`compiling`) or the command that compiles them
+all at once. Nothing is printed in the simulator, outside Jupyter, or on a warm cache.
 
 "Compiled" is a mark that ``warmup`` (and the lessons flow) writes per lesson once every task of
 that lesson has run: a file ``lessons-warm/<sources digest>-<rung>/<lesson id>`` in the kernel
@@ -16,6 +17,7 @@ cache directory, so an edit of the package's sources (which invalidates every ca
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -26,6 +28,7 @@ from .kernel_cache import kernel_cache_dir, kernel_cache_enabled, source_digest
 MARK_DIR = "lessons-warm"
 SESSION_ENV = "JPY_SESSION_NAME"        # the notebook's path, set by Jupyter Server for its kernels
 WARMUP_COMMAND = "hisparse-numba warmup --lessons"
+RUNNING_LOCK = "warmup.lock"
 
 
 def _rung() -> str:
@@ -45,6 +48,43 @@ def mark_compiled(lesson_ids) -> None:
         path = mark_path(lesson_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
+
+
+@contextlib.contextmanager
+def compiling():
+    """Within: this process holds the cache's warmup lock, so that :func:`notice` can say that a
+    warmup compiles the lessons' kernels right now (a hub's server start runs one)."""
+    try:
+        import fcntl
+    except ImportError:         # no file locks here: no "compiling now" in the notice
+        yield
+        return
+    path = Path(kernel_cache_dir(), MARK_DIR, RUNNING_LOCK)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)        # several warmups may run; a probe takes LOCK_EX
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def warmup_running() -> bool:
+    """Whether a process holds the cache's warmup lock (:func:`compiling`)."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    path = Path(kernel_cache_dir(), MARK_DIR, RUNNING_LOCK)
+    if not path.exists():
+        return False
+    with open(path, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return False
 
 
 def current_lesson() -> str | None:
@@ -73,9 +113,10 @@ def notice(lesson_id: str | None = None, backend: str | None = None) -> str | No
         return None
     seconds = sum(t.seconds for t in tasks if set(t.lessons) & set(cold))
     which = f"lesson {lesson_id}'s kernels" if lesson_id is not None else "the lessons' kernels"
+    then = ("a warmup is compiling them in the background now" if warmup_running() else
+            f"`{WARMUP_COMMAND}` compiles every lesson's at once")
     return (f"compiling: {which} are not in this GPU's kernel cache yet, so the cells that launch "
-            f"them first compile them (about {seconds:.0f} s in all, once); `{WARMUP_COMMAND}` "
-            "compiles every lesson's at once")
+            f"them first compile them (about {seconds:.0f} s in all, once); {then}")
 
 
 def print_if_cold() -> None:

@@ -393,6 +393,17 @@ def _cache_line(info: dict) -> str:
 
 
 def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, tasks=None) -> int:
+    """Fill the kernel cache (:func:`fill_cache`) holding the cache's warmup lock, so that a lesson
+    started meanwhile says that its kernels are being compiled (``compile_notice``)."""
+    from .compile_notice import compiling
+
+    if device.backend() != "cuda":
+        return fill_cache(which, jobs, out, tasks)
+    with compiling():
+        return fill_cache(which, jobs, out, tasks)
+
+
+def fill_cache(which: str = "lessons", jobs: int | None = None, out=sys.stdout, tasks=None) -> int:
     """Fill the kernel cache for ``which`` (lessons, tests, all; or the given ``tasks``, which
     names for the progress line) with
     ``jobs`` worker processes (default: one per CPU core, at most one per task); returns the number

@@ -71,3 +71,12 @@ def test_printed_only_inside_a_jupyter_kernel(fake_cache, monkeypatch, capsys):
 def test_the_mark_lives_in_the_kernel_cache(fake_cache):
     assert str(compile_notice.mark_path("3")).startswith(kernel_cache.kernel_cache_dir())
     assert compile_notice.mark_path("3").name == "03"
+
+
+def test_the_notice_says_when_a_warmup_is_compiling_now(fake_cache):
+    assert not compile_notice.warmup_running()
+    assert "hisparse-numba warmup --lessons" in compile_notice.notice("03", backend="cuda")
+    with compile_notice.compiling():
+        assert compile_notice.warmup_running()
+        assert "a warmup is compiling them in the background now" in compile_notice.notice("03", backend="cuda")
+    assert not compile_notice.warmup_running()

@@ -19,6 +19,7 @@ it to ``warmup`` and ``runner``.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -132,8 +133,11 @@ def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600, s
     def report(result):
         print(f"{result.line()}  (at {time.perf_counter() - t0:.0f} s)", file=out, flush=True)
 
+    from ..compile_notice import compiling
+
     try:
-        results = schedule(lessons, tasks, start_task, run_lesson, jobs, report)
+        with compiling() if pool is not None else contextlib.nullcontext():
+            results = schedule(lessons, tasks, start_task, run_lesson, jobs, report)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
