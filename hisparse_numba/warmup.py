@@ -264,7 +264,7 @@ def _lesson(label, module, function, lessons, **fields):
 
 
 # About how long a lesson's speculative configuration compiles on the lessons' rung (version 1):
-# 44 CPU seconds to PTX on a 2-core laptop (the tuned rung's: 147), of which the state's
+# 44 CPU seconds to PTX on a 2-core machine (the tuned rung's: 147), of which the state's
 # initialiser and the value checks, which every such task compiles, are 14.
 SPEC_LESSON_SECONDS = 35.0
 # What the lessons launch, and which lesson launches it (tests/test_warmup_coverage.py fails,
