@@ -8,6 +8,8 @@ an idle machine they equal the wall time, and a busy machine does not inflate th
 ``warmup.tasks_for(which)`` runs in this process with an empty list of compiled
 signatures (``device.compiled_signatures``), so each reports what it compiles on its own, as a
 warmup worker process does. A GPU adds the driver's PTX -> cubin step (ptxas), not measured here.
+``HISPARSE_NUMBA_INLINE=numba`` measures the package's ``inline=True`` device functions inlined in
+Numba's IR instead of by NVVM (``device.INLINE_ENV``).
 """
 
 from __future__ import annotations
@@ -24,29 +26,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--which", default="lessons", choices=("lessons", "tests", "all"))
     p.add_argument("--match", default="", help="only tasks whose label contains this text")
-    p.add_argument("--forceinline", action="store_true",
-                   help="experiment: device functions declared inline=True (Numba IR inlining, which "
-                   "types each inlined body again at every call site) get forceinline=True instead "
-                   "(NVVM inlines them: the same code, typed once)")
     args = p.parse_args(argv)
 
-    from hisparse_numba import device
-    if args.forceinline:
-        jit = device.cuda.jit
-
-        def jit_forceinline(*a, **k):
-            if k.get("inline") is True:
-                k["inline"], k["forceinline"] = "never", True
-            return jit(*a, **k)
-
-        device.cuda.jit = jit_forceinline
-        # a device function that is not inlined in Numba IR is compiled for the current device's
-        # compute capability: without a GPU, the one compile-only mode targets
-        from types import SimpleNamespace
-
-        from numba.cuda import dispatcher
-        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=device.COMPILE_TARGET_CC)
-    from hisparse_numba import warmup
+    from hisparse_numba import device, warmup
     from numba.cuda.cudadrv import nvvm
 
     if not device.COMPILE_ONLY:
