@@ -263,10 +263,11 @@ def _lesson(label, module, function, lessons, **fields):
     return Task(f"{label} ({_about(lessons)})", module, function, lessons=tuple(lessons), **fields)
 
 
-# About how long a lesson's speculative configuration compiles on the lessons' rung (version 1):
-# 44 CPU seconds to PTX on a 2-core machine (the tuned rung's: 147), of which the state's
-# initialiser and the value checks, which every such task compiles, are 14.
-SPEC_LESSON_SECONDS = 35.0
+# About how long a lesson's speculative configuration compiles on the lessons' rung (version 1),
+# the driver's PTX -> cubin step included: 8.5 CPU seconds to PTX on a 2-core machine (the tuned
+# rung's: 13), a third of them the state's initialiser and the value checks that every such task
+# compiles.
+SPEC_LESSON_SECONDS = 10.0
 # What the lessons launch, and which lesson launches it (tests/test_warmup_coverage.py fails,
 # naming lesson and kernel, when a lesson launches a specialisation that none of the tasks naming
 # it launches). Single-step tasks compile the lessons' rung only (``rungs=(None,)``: the default,
