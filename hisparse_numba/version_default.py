@@ -2,9 +2,9 @@
 
 Each kernel family with a ladder of versions (``single_step/versions.py``,
 ``speculative/versions.py``) defaults to its tuned rung. ``HISPARSE_NUMBA_VERSION`` changes that
-default for every family at once: ``1`` (the plain rungs, which compile several times faster on a
-GPU: the lessons' default, set by ``hisparse-numba lessons run`` and the ``hisparse-numba``
-Jupyter kernel) or ``tuned`` (unset: the tuned rungs). A launcher given an explicit ``version=``
+default for every family at once: ``1`` (the plain rungs the lessons point to, which also compile
+faster: the lessons' default, set by ``hisparse-numba lessons run``, the ``hisparse-numba``
+Jupyter kernel and the hub image) or ``tuned`` (unset: the tuned rungs). A launcher given an explicit ``version=``
 ignores it.
 """
 

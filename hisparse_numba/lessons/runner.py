@@ -127,7 +127,7 @@ def select(lessons: list[Lesson], ids) -> list[Lesson]:
 def lesson_kernel_env() -> dict:
     """What a lesson's kernel adds to its environment: ``HISPARSE_NUMBA_VERSION``, the rung of each
     kernel ladder that launchers run by default (this process's value when set, else version 1:
-    the plain kernels, which compile fastest on a GPU; ``version_default.py``)."""
+    the plain kernels the lessons point to, which also compile faster; ``version_default.py``)."""
     from ..version_default import LESSON_VERSION, VERSION_ENV
 
     return {VERSION_ENV: os.environ.get(VERSION_ENV) or str(LESSON_VERSION)}
