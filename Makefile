@@ -1,6 +1,7 @@
 # make lessons        run every lesson notebook headless, in the solved form (the main job); on a GPU
-#                     warmup first compiles every kernel the lessons launch, one process per CPU core
-#                     (make lessons JOBS=4 for fewer)
+#                     the lessons' kernels compile meanwhile in background processes, one per CPU core
+#                     (JOBS=4 for fewer), each lesson waiting only for its own; 4 lessons at a time on
+#                     a GPU, 1 in the simulator (LESSON_JOBS=N)
 # make test           the test suite on the CUDA simulator; no CUDA toolkit download; one pytest
 #                     process per CPU core, 8 at most (pytest-xdist; make test TEST_JOBS=0 for one)
 # make test-quick     the same without the tests marked slow (pytest -m "not slow")
@@ -17,6 +18,7 @@ VENV   ?= .venv
 CUDA   ?=
 PTX    ?=
 JOBS   ?=
+LESSON_JOBS ?=
 TEST_JOBS ?= auto
 # JupyterLab options: make jupyter JUPYTER_ARGS="--ip=0.0.0.0 --port=8888 --no-browser"
 JUPYTER_ARGS ?= --no-browser
@@ -49,10 +51,9 @@ $(VENV)/.test-$(TEST_EXTRAS): $(VENV)/bin/python pyproject.toml
 
 lessons: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba doctor
-	$(VENV)/bin/hisparse-numba warmup --lessons $(if $(JOBS),--jobs $(JOBS),)
 	@echo "make lessons: the solved form (each exercise stub replaced by lessons/solutions/NN.py);"
 	@echo "              'make lessons-shipped' runs them as a learner gets them"
-	$(VENV)/bin/hisparse-numba lessons run --solved
+	$(VENV)/bin/hisparse-numba lessons run --solved --warmup $(if $(JOBS),--compile-jobs $(JOBS),) $(if $(LESSON_JOBS),--jobs $(LESSON_JOBS),)
 
 lessons-shipped: $(VENV)/.lessons-$(GPU_EXTRA)
 	$(VENV)/bin/hisparse-numba lessons run

@@ -22,6 +22,8 @@ examples:
   hisparse-numba lessons run 00 03           run lessons 00 and 03 headless (as shipped)
   hisparse-numba lessons run --solved        run every lesson with its solutions
   hisparse-numba lessons check --dir ~/my-lessons   your copy: each exercise right, wrong or not yet
+  hisparse-numba lessons run --solved --warmup --jobs 4
+                                             the same, compiling on a GPU meanwhile, 4 lessons at a time
   hisparse-numba lessons copy ~/hisparse     a scratch copy of the lessons to work in
   hisparse-numba kernel install --user       register the "hisparse-numba" Jupyter kernel
   hisparse-numba hub-values --repo me/fork   the hub's Helm values for your images
@@ -91,6 +93,14 @@ def _lessons_args(p):
     q.add_argument("--out", default="build/lessons", help="where executed copies and HTML go "
                                                           "(default: build/lessons)")
     q.add_argument("--timeout", type=_positive_int, default=600, help="seconds per cell (default: 600)")
+    q.add_argument("--jobs", "-j", type=_positive_int, default=None, metavar="N",
+                   help="lessons run at a time, each in its own kernel (default: 1; with --warmup on "
+                        "a GPU 4)")
+    q.add_argument("--warmup", action="store_true",
+                   help="on a GPU: compile the lessons' kernels in background processes while the "
+                        "lessons run, each lesson waiting only for its own (what make lessons runs)")
+    q.add_argument("--compile-jobs", type=_positive_int, default=None, metavar="N",
+                   help="with --warmup: compiling processes (default: one per CPU core)")
     _dir_option(q)
 
     q = actions.add_parser("check", help="a learner's copy as it is: right, wrong or not yet per exercise",
@@ -214,6 +224,11 @@ def _lessons(args) -> int:
         return _lessons_list(runner.discover(_lessons_dir(args)), args.all)
     if args.action == "run":
         _device()
+        if args.warmup or (args.jobs or 1) > 1:
+            from .lessons import flow
+
+            return flow.run(args.ids, _lessons_dir(args), args.out, args.timeout, args.solved,
+                            args.jobs, args.warmup, args.compile_jobs)
         return runner.run(args.ids, _lessons_dir(args), args.out, args.timeout, solved=args.solved)
     if args.action == "check":
         from .lessons import progress

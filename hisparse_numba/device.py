@@ -24,6 +24,7 @@ launches a kernel by hand with ``launch`` and ``byte_words``; lesson 10 checks `
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 
@@ -43,6 +44,42 @@ from .kernel_cache import (
 )
 
 from numba import cuda  # noqa: E402  (must follow the world's choice)
+
+# How the package's device functions declared ``inline=True`` are inlined. Numba's own meaning is
+# inlining in its IR, which types the inlined body again at every call site: the speculative
+# swap-in's tuned kernel then spends minutes in Numba's front end (132 of its 134 CPU seconds to
+# PTX). "nvvm" (the default) compiles each such function once and has NVVM inline it
+# (``forceinline``, the ``alwaysinline`` attribute): the same kernel reaches PTX in 9 s.
+# ``HISPARSE_NUMBA_INLINE=numba`` restores Numba's IR inlining. Functions defined outside the
+# package (a learner's) keep Numba's meaning; the simulator runs Python and inlines nothing.
+INLINE_ENV = "HISPARSE_NUMBA_INLINE"
+INLINE_MODE = os.environ.get(INLINE_ENV, "nvvm").strip().lower() or "nvvm"
+if INLINE_MODE not in ("nvvm", "numba"):
+    raise ValueError(f"{INLINE_ENV} must be 'nvvm' or 'numba', got {INLINE_MODE!r}")
+
+
+def _inline_in_nvvm(jit):
+    """``jit`` (``numba.cuda.jit``) with ``inline=True`` read as ``forceinline=True`` for
+    functions of this package."""
+    def package_jit(func_or_sig=None, **options):
+        if options.get("inline") is not True:
+            return jit(func_or_sig, **options) if func_or_sig is not None else jit(**options)
+        signature = () if func_or_sig is None or callable(func_or_sig) else (func_or_sig,)
+        in_nvvm = dict(options, inline="never", forceinline=True)
+
+        def decorate(func):
+            ours = getattr(func, "__module__", "").startswith(__package__ + ".")
+            return jit(*signature, **(in_nvvm if ours else options))(func)
+
+        return decorate(func_or_sig) if callable(func_or_sig) else decorate
+
+    package_jit.hisparse_inline = "nvvm"
+    return package_jit
+
+
+if _BACKEND != "simulator" and INLINE_MODE == "nvvm" and \
+        getattr(cuda.jit, "hisparse_inline", None) != "nvvm":
+    cuda.jit = _inline_in_nvvm(cuda.jit)
 
 if _BACKEND == "cuda":
     try:
@@ -211,6 +248,14 @@ def lock_cache_saves() -> bool:
 # ---------------------------------------------------------------------------------------------
 
 COMPILE_TARGET_CC = (9, 0)
+if COMPILE_ONLY:
+    # A device function that NVVM inlines is compiled on its own, for the current device's compute
+    # capability; without a GPU, for the one compile-only mode targets.
+    import types as _types
+
+    from numba.cuda import dispatcher as _dispatcher
+
+    _dispatcher.get_current_device = lambda: _types.SimpleNamespace(compute_capability=COMPILE_TARGET_CC)
 compiled_signatures: dict = {}
 fast_launch_failures = fast_launch.failures  # why a launch left the fast path (expected empty)
 
@@ -364,3 +409,8 @@ __all__ = [
     "to_host",
     "xp",
 ]
+
+if _BACKEND == "cuda":     # a lesson's first import on a GPU says when its kernels still compile
+    from .compile_notice import print_if_cold
+
+    print_if_cold()

@@ -21,6 +21,7 @@ lessons launch.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -35,21 +36,52 @@ from .launch_recorder import (GEOMETRY_FUNCTIONS, LEARNER_MARK, is_package_kerne
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of warmup: ``module.function(**kwargs)``, labelled for the progress bar."""
+    """One unit of warmup: ``module.function(**kwargs)``, labelled for the progress bar.
+
+    ``lessons`` names the lessons that launch what this task compiles (``tasks_of_lesson``: a
+    lesson of the lessons flow waits only for its own tasks); such a task runs with the lessons'
+    rung of each kernel ladder (``lesson_version``), as the lessons do."""
 
     label: str
     module: str
     function: str
     kwargs: dict = field(default_factory=dict, hash=False, compare=False)
-    seconds: float = 3.0        # about how long it compiles on a GPU's host (H200): longest start first
+    seconds: float = 3.0        # about how long it compiles on a GPU's host (H100): longest start first
     simulator_only: bool = False  # what only a lesson's simulator branch launches (a GPU skips it)
     gpu_only: bool = False        # what only a lesson's GPU branch launches (the simulator skips it)
+    lessons: tuple = ()           # the lessons ("00", "03", ...) that launch what it compiles
 
     def run(self) -> float:
         t0 = time.perf_counter()
-        getattr(importlib.import_module(self.module), self.function)(**self.kwargs)
+        with lesson_version(bool(self.lessons)):
+            getattr(importlib.import_module(self.module), self.function)(**self.kwargs)
         device.synchronize()
         return time.perf_counter() - t0
+
+
+@contextlib.contextmanager
+def lesson_version(active: bool = True):
+    """Within: ``HISPARSE_NUMBA_VERSION`` is the lessons' rung (``version_default``; a value set
+    already, e.g. ``tuned``, is kept), as in a lesson's kernel; afterwards as it was."""
+    from .version_default import LESSON_VERSION, VERSION_ENV
+
+    before = os.environ.get(VERSION_ENV)
+    if active and not before:
+        os.environ[VERSION_ENV] = str(LESSON_VERSION)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(VERSION_ENV, None)
+        else:
+            os.environ[VERSION_ENV] = before
+
+
+def tasks_of_lesson(lesson_id: str, tasks=None) -> tuple:
+    """The tasks (of ``tasks``; default the lessons' in this world) whose kernels lesson
+    ``lesson_id`` launches."""
+    tasks = tasks_for("lessons") if tasks is None else tasks
+    return tuple(t for t in tasks if str(lesson_id).zfill(2) in t.lessons)
 
 
 # ---------------------------------------------------------------------------------------- tasks
@@ -146,49 +178,70 @@ def compile_harness() -> None:
     device.launch(harness.hold_kernel, 1, 1, 0)
 
 
-def _spec(batch, steps, top_k, hot, record, why, **options):
+def _about(lessons) -> str:
+    return ("lesson " if len(lessons) == 1 else "lessons ") + ", ".join(lessons)
+
+
+def _spec(batch, steps, top_k, hot, record, why, lessons=(), **options):
     extra = "".join(f" {k}={v}" for k, v in options.items())
+    why = why or _about(lessons)
     return Task(f"speculative swap-in batch={batch} steps={steps} top_k={top_k} hot={hot}"
                 f"{' record' if record else ''}{extra} ({why})", "hisparse_numba.warmup", "speculative",
                 {"batch": batch, "steps": steps, "top_k": top_k, "hot": hot, "record": record, **options},
-                seconds=45.0)
+                seconds=45.0 if options.get("version") != 1 and not lessons else SPEC_LESSON_SECONDS,
+                lessons=tuple(lessons))
 
 
-def _single(why, simulator_only=False, gpu_only=False, **options):
-    label = ", ".join(f"{k}={v}" for k, v in options.items())
-    return Task(f"single-step swap-in {label} ({why})", "hisparse_numba.warmup", "single_step", options,
-                simulator_only=simulator_only, gpu_only=gpu_only)
+def _single(why, simulator_only=False, gpu_only=False, lessons=(), seconds=3.0, **options):
+    label = ", ".join(f"{k}={v}" for k, v in options.items() if k != "rungs") or "the default sizes"
+    return Task(f"single-step swap-in {label} ({why or _about(lessons)})", "hisparse_numba.warmup",
+                "single_step", options, simulator_only=simulator_only, gpu_only=gpu_only,
+                lessons=tuple(lessons), seconds=seconds)
 
 
-# What the lessons launch (tests/test_warmup_coverage.py fails, naming lesson and kernel, when a
-# lesson launches a specialisation no task here launches). The speculative swap-in compiles for
-# tens of seconds per configuration, so each is a task of its own.
+def _lesson(label, module, function, lessons, **fields):
+    return Task(f"{label} ({_about(lessons)})", module, function, lessons=tuple(lessons), **fields)
+
+
+# About how long a lesson's speculative configuration compiles on the lessons' rung (version 1),
+# the driver's PTX -> cubin step included: 8.5 CPU seconds to PTX on a 2-core machine (the tuned
+# rung's: 13), a third of them the state's initialiser and the value checks that every such task
+# compiles.
+SPEC_LESSON_SECONDS = 10.0
+# What the lessons launch, and which lesson launches it (tests/test_warmup_coverage.py fails,
+# naming lesson and kernel, when a lesson launches a specialisation that none of the tasks naming
+# it launches). Single-step tasks compile the lessons' rung only (``rungs=(None,)``: the default,
+# which ``lesson_version`` makes the lessons'). The speculative swap-in compiles for tens of
+# seconds per configuration, so each is a task of its own.
+ONE_RUNG = (None,)
 LESSON_TASKS = (
-    Task("gather (lessons 00, 10, 11)", "hisparse_numba.compile_check", "compile_gather"),
-    _single("lesson 00", num_top_k=3, hot_buffer_size=6, batch=1, replay=True),
-    _single("lessons 04, 06", record_plan=False),
-    _single("lessons 05, 06, 08, 13", replay=True),
-    _single("lessons 07, 13", strided_plan=True, replay=True),
-    _single("lesson 09", num_top_k=6, hot_buffer_size=12, batch=1),
+    _lesson("gather", "hisparse_numba.compile_check", "compile_gather", ("00", "10", "11")),
+    _single("", num_top_k=3, hot_buffer_size=6, batch=1, replay=True, rungs=ONE_RUNG, lessons=("00",)),
+    _single("", record_plan=False, rungs=ONE_RUNG, lessons=("04", "06")),
+    _single("", replay=True, rungs=ONE_RUNG, lessons=("01", "05", "06", "07", "08", "13")),
+    _single("", strided_plan=True, replay=True, rungs=ONE_RUNG, lessons=("07", "13")),
+    _single("", num_top_k=6, hot_buffer_size=12, batch=1, rungs=ONE_RUNG, lessons=("09",)),
     _single("lesson 09 in the simulator", num_top_k=6, hot_buffer_size=12, batch=1, unchecked_hot=4,
-            simulator_only=True),
-    Task("planned copy, int64 destinations (lesson 05 in the simulator)", "hisparse_numba.warmup",
-         "planned_copy_int64_destinations", simulator_only=True),
-    Task("lesson 07's one-stride plan writer", "hisparse_numba.warmup", "lesson_kernels"),
-    _spec(2, 4, 16, 32, True, "lesson 01"),
-    _spec(2, 4, 16, 32, True, "lesson 01", strided=("miss_src", "miss_dst")),
-    _spec(2, 2, 8, 16, True, "lesson 03"),
-    _spec(3, 2, 8, 16, True, "lessons 03, 08"),
-    _spec(2, 2, 8, 16, False, "lesson 04"),
-    _spec(1, 5, 8, 16, False, "lesson 04", state_steps=4, strided=("scratch_state",)),
-    Task("kv-canary plan, write, verify (lessons 02, 12, 13)", "hisparse_numba.kv_canary.examples",
-         "compile_examples"),
-    Task("benchmark harness kernels (lesson 11 times its gathers on a GPU; bench)", "hisparse_numba.warmup",
-         "compile_harness"),
-    Task("lesson 16's version-1 hit stage", "hisparse_numba.lessons.ex16", "warm_up"),
+            simulator_only=True, rungs=ONE_RUNG, lessons=("09",)),
+    _lesson("planned copy, int64 destinations, in the simulator", "hisparse_numba.warmup",
+            "planned_copy_int64_destinations", ("05",), simulator_only=True),
+    _lesson("lesson 07's one-stride plan writer", "hisparse_numba.warmup", "lesson_kernels", ("07",)),
+    _spec(2, 4, 16, 32, True, "", lessons=("01",)),
+    _spec(2, 4, 16, 32, True, "", lessons=("01",), strided=("miss_src", "miss_dst")),
+    _spec(2, 2, 8, 16, True, "", lessons=("03",)),
+    _spec(3, 2, 8, 16, True, "", lessons=("03", "08")),
+    _spec(2, 2, 8, 16, False, "", lessons=("04",)),
+    _spec(1, 5, 8, 16, False, "", lessons=("04",), state_steps=4, strided=("scratch_state",)),
+    _lesson("kv-canary plan, write, verify", "hisparse_numba.kv_canary.examples", "compile_examples",
+            ("02", "12", "13")),
+    _lesson("benchmark harness kernels (lesson 11 times its gathers on a GPU; bench)",
+            "hisparse_numba.warmup", "compile_harness", ("11",)),
+    _lesson("lesson 16's version-1 hit stage", "hisparse_numba.lessons.ex16", "warm_up", ("16",)),
+    _single("lesson 16, every rung against the reference", lessons=("16",)),
     # lesson 16 on a GPU times every rung with the ladder benchmark (its sizes, int64 indices)
     *(_single("lesson 16 on a GPU, the ladder", gpu_only=True, num_top_k=2048, hot_buffer_size=4096,
-              batch=2, block_size=1024, index_dtype="int64", record_plan=rec) for rec in (True, False)),
+              batch=2, block_size=1024, index_dtype="int64", record_plan=rec, lessons=("16",),
+              seconds=30.0) for rec in (True, False)),
 )
 # The compile examples of every family (the compile-only check and the tests use them), the
 # sanitizer workload, the single-step fuzz, and the benchmark harness.
@@ -283,6 +336,17 @@ def _cache_line(info: dict) -> str:
 
 
 def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, tasks=None) -> int:
+    """Fill the kernel cache (:func:`fill_cache`) holding the cache's warmup lock, so that a lesson
+    started meanwhile says that its kernels are being compiled (``compile_notice``)."""
+    from .compile_notice import compiling
+
+    if device.backend() != "cuda":
+        return fill_cache(which, jobs, out, tasks)
+    with compiling():
+        return fill_cache(which, jobs, out, tasks)
+
+
+def fill_cache(which: str = "lessons", jobs: int | None = None, out=sys.stdout, tasks=None) -> int:
     """Fill the kernel cache for ``which`` (lessons, tests, all; or the given ``tasks``, which
     names for the progress line) with
     ``jobs`` worker processes (default: one per CPU core, at most one per task); returns the number
@@ -334,12 +398,26 @@ def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, task
     else:
         for i, task in enumerate(tasks, 1):
             finished(i, task, task.run)
+    mark_lessons([t for t in tasks if t.label not in failed])
     info = device.kernel_cache_info()
     print(f"warm: {info['entries']} cached specialisations, {info['bytes'] / 1e6:.1f} MB, in "
           f"{time.perf_counter() - t_all:.1f} s", file=out, flush=True)
     if failed:
         raise RuntimeError(f"warmup failed for: {'; '.join(failed)}")
     return len(tasks)
+
+
+def mark_lessons(done) -> list:
+    """Mark in the kernel cache (``compile_notice``) every lesson all of whose tasks in this world
+    are among the tasks ``done``; the ids marked."""
+    from .compile_notice import mark_compiled
+
+    done = {t.label for t in done}
+    every = tasks_for("lessons")
+    ids = sorted(i for i in {i for t in every for i in t.lessons}
+                 if all(t.label in done for t in every if i in t.lessons))
+    mark_compiled(ids)
+    return ids
 
 
 def add_arguments(parser) -> None:

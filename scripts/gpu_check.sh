@@ -5,7 +5,8 @@
 #   scripts/gpu_check.sh doctor warmup tests lessons bench
 # Phases: warmup (compile every kernel specialisation into the on-disk kernel cache, so that
 # the later phases only load them; $WARMUP_JOBS processes, default one per core), lessons-cold
-# (`make lessons` from a new empty cache: warmup --lessons, then the solved lessons),
+# (`make lessons` from a new empty cache: the solved lessons while warmup compiles in the
+# background), first-run (bench startup's rungs and cold lessons flow, into $OUT/performance.md),
 # warmup-coverage (the solved lessons launch nothing that warmup --lessons misses, with this GPU's
 # geometry), tests (the whole suite at sglang's sizes, in $TEST_WORKERS processes sharing the GPU,
 # default 8, when pytest-xdist is installed), tests-quick (-m "not slow"), lessons,
@@ -41,12 +42,18 @@ for phase in "$@"; do
   case $phase in
     doctor)  run doctor python3 -m hisparse_numba doctor ;;
     warmup)  run warmup python3 -m hisparse_numba.warmup --all ${WARMUP_JOBS:+--jobs $WARMUP_JOBS} ;;
-    lessons-cold)  # what `make lessons` does, from an empty kernel cache (later phases keep using it)
+    lessons-cold)  # what `make lessons` does, from an empty kernel cache (later phases keep using it):
+      # the warmup compiling in the background while the solved lessons run, each waiting for its own
       export NUMBA_CACHE_DIR=$(mktemp -d -t hisparse-cold-cache.XXXX)
-      t_cold=$SECONDS
-      run lessons-cold python3 -m hisparse_numba.warmup --lessons ${WARMUP_JOBS:+--jobs $WARMUP_JOBS}
-      run lessons-cold python3 -m hisparse_numba lessons run --solved --out "$OUT/lessons-solved"
-      echo "=== lessons-cold: warmup + solved lessons in $((SECONDS - t_cold)) s" | tee -a "$OUT/lessons-cold.txt" ;;
+      run lessons-cold python3 -m hisparse_numba lessons run --solved --warmup \
+        ${WARMUP_JOBS:+--compile-jobs $WARMUP_JOBS} ${LESSON_JOBS:+--jobs $LESSON_JOBS} --out "$OUT/lessons-solved" ;;
+    first-run)  # a learner's cold GPU: each rung's cold/warm compile (fresh processes, in parallel),
+      # then the cold lessons flow (first lesson kernel, every lesson done), each from an empty
+      # cache; the table also goes to $OUT/performance.md (startup markers); then the rungs with
+      # HISPARSE_NUMBA_INLINE=numba. About 5 minutes on an H100.
+      run first-run python3 -m hisparse_numba bench startup --parts rungs,flow --markdown "$OUT/performance.md"
+      # the rungs again with Numba's IR inlining (what the package did before NVVM inlining), for comparison
+      run first-run-ir-inline env HISPARSE_NUMBA_INLINE=numba python3 -m hisparse_numba bench startup --parts rungs ;;
     warmup-coverage)  # on this GPU, every specialisation the solved lessons launch is one warmup --lessons launches
       run warmup-coverage python3 -m pytest -q -p no:cacheprovider tests/test_warmup_coverage.py ;;
     tests)   run tests python3 -m pytest -q -x -p no:cacheprovider --durations=15 $(workers) tests ;;

@@ -147,6 +147,7 @@ def test_kernel_install_registers_hisparse_numba(tmp_path, capsys):
     import json
     data = json.loads(spec.read_text())
     assert data["display_name"] == "Python 3 (hisparse-numba)" and data["argv"][0] == sys.executable
+    assert data["env"]["HISPARSE_NUMBA_VERSION"] in ("1", os.environ.get("HISPARSE_NUMBA_VERSION"))
 
 
 @pytest.mark.parametrize("problem, fix", [

@@ -1,5 +1,7 @@
 """``hisparse-numba bench startup``: where a GPU user's time goes before and around the kernels.
 
+Each rung of the kernel ladders and the cold lessons flow (``make lessons``: the first lesson
+kernel, and every lesson done), in fresh processes with an empty kernel cache: ``startup_flow``.
 Per kernel family, each in a fresh process: the cold start (an empty kernel cache directory:
 every specialisation is compiled) and the warm start (the same directory again: every
 specialisation is loaded from disk), reported as import time and the first call of the family's
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 FAMILIES = {
     "gather": ("hisparse_numba.compile_check", "compile_gather"),
@@ -27,12 +30,26 @@ FAMILIES = {
 }
 
 
+PARTS = ("families", "rungs", "flow", "split")
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families")
     parser.add_argument("--batch", default="1,64", help="comma-separated batches of the call split (swap-in, speculative)")
     parser.add_argument("--iters", type=int, default=20, help="timed calls per figure (default 20)")
-    parser.add_argument("--no-fresh", action="store_true", help="skip the cold/warm subprocesses")
+    parser.add_argument("--no-fresh", action="store_true", help="skip the cold/warm subprocesses "
+                        "(the families', the rungs' and the lessons flow)")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"comma-separated, of {', '.join(PARTS)} (default: all): the families' cold "
+                        "and warm compile, each rung's, the cold lessons flow (first lesson kernel, "
+                        "end to end), the split of one call")
+    parser.add_argument("--flow-lessons", default="", help="comma-separated lesson ids of the flow "
+                        "(default: every lesson)")
+    parser.add_argument("--markdown", metavar="FILE", default=None,
+                        help="write the rungs' and the flow's table between <!-- startup:begin --> and "
+                        "<!-- startup:end --> in FILE (e.g. docs/performance.md)")
     parser.add_argument("--child", help=argparse_hidden())
+    parser.add_argument("--rung-child", help=argparse_hidden())
 
 
 def argparse_hidden():
@@ -196,9 +213,32 @@ def speculative_split(batch: int, iters: int) -> dict:
     return row
 
 
+def first_run(args, parts: set) -> None:
+    """The rungs' cold and warm compile and the cold lessons flow (``startup_flow``); with
+    ``--markdown`` their table goes into FILE."""
+    from . import startup_flow
+    from .ladder import gpu_name
+
+    rungs = startup_flow.measure_rungs() if "rungs" in parts else []
+    flow = None
+    if "flow" in parts:
+        print("cold lessons flow (lessons run --solved --warmup, empty kernel cache):", flush=True)
+        flow = startup_flow.measure_flow([i for i in args.flow_lessons.split(",") if i])
+        print(f"first lesson kernel ({flow['first_kernel']}) after {flow['first_kernel_s']:.1f} s; "
+              f"every lesson done after {flow['total_s']:.1f} s (rc={flow['rc']})", flush=True)
+    if args.markdown and (rungs or flow):
+        startup_flow.write_markdown(Path(args.markdown), startup_flow.markdown_block(rungs, flow, gpu_name()))
+        print(f"wrote the startup section of {args.markdown}", flush=True)
+
+
 def run(args) -> int:
     if args.child:
         print(json.dumps(child(args.child)), flush=True)
+        return 0
+    if args.rung_child:
+        from .startup_flow import rung_child
+
+        print(json.dumps(rung_child(args.rung_child)), flush=True)
         return 0
     from .. import device
     from . import harness
@@ -206,13 +246,19 @@ def run(args) -> int:
     harness.require_gpu("startup")
 
     families = [f for f in args.families.split(",") if f]
+    parts = {p for p in args.parts.split(",") if p}
+    if parts - set(PARTS):
+        raise SystemExit(f"--parts: unknown {', '.join(sorted(parts - set(PARTS)))}; known: {', '.join(PARTS)}")
+    if args.no_fresh:
+        parts -= {"families", "rungs", "flow"}
     info = device.kernel_cache_info()
     print(f"kernel cache of this process: {info['location']} ({info['entries']} entries, "
           f"{info['bytes'] / 1e6:.1f} MB, enabled={info['enabled']})", flush=True)
     bare = bare_launch_split(args.iters)
     print(f"bare launch: device.launch {bare['launch_us']:.1f} us, Numba's path "
           f"{bare['plain_launch_us']:.1f} us", flush=True)
-    if not args.no_fresh:
+    first_run(args, parts)
+    if "families" in parts:
         rows = []
         with tempfile.TemporaryDirectory(prefix="hisparse-cache-") as tmp:
             for fam in families:
@@ -229,9 +275,9 @@ def run(args) -> int:
         print("startup_s: interpreter, imports and CUDA context of the warm process; "
               "cold: empty cache dir, fresh process (compiles); warm: same dir, fresh process (loads); "
               "first_s: the family's compile_examples() first call; steady_s: its second call", flush=True)
-    split = [bare]
+    split = [bare] if "split" in parts else []
     for name, fn in (("swap-in", swap_in_split), ("speculative", speculative_split)):
-        if name in families:
+        if name in families and "split" in parts:
             for batch in str(args.batch).split(","):
                 split.append(fn(int(batch), args.iters))
     for row in split:

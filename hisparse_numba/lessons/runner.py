@@ -141,14 +141,25 @@ def kernel_env() -> dict:
     """The environment the lesson's kernel starts with: this process's, with matplotlib's inline
     backend (what JupyterLab's kernel uses: a figure becomes an ``image/png`` output, even where
     this process has ``MPLBACKEND=Agg``) and, when hisparse_numba is imported from a source tree
-    rather than an installed copy, that tree on ``PYTHONPATH`` (the lesson imports the same one)."""
+    rather than an installed copy, that tree on ``PYTHONPATH`` (the lesson imports the same one),
+    and the lessons' rung of each kernel ladder (``lesson_kernel_env``)."""
     env = dict(os.environ, MPLBACKEND=INLINE_BACKEND)
     root = str(Path(__file__).resolve().parents[2])
     installed = set(site.getsitepackages()) | {site.getusersitepackages()} | {
         sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
     if root not in installed:
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.update(lesson_kernel_env())
     return env
+
+
+def lesson_kernel_env() -> dict:
+    """What a lesson's kernel adds to its environment: ``HISPARSE_NUMBA_VERSION``, the rung of each
+    kernel ladder that launchers run by default (this process's value when set, else version 1:
+    the plain kernels the lessons point to, which also compile faster; ``version_default.py``)."""
+    from ..version_default import LESSON_VERSION, VERSION_ENV
+
+    return {VERSION_ENV: os.environ.get(VERSION_ENV) or str(LESSON_VERSION)}
 
 
 @functools.cache
@@ -159,6 +170,7 @@ def _kernel_dir() -> str:
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (hisparse-numba)",
         "language": "python",
+        "env": lesson_kernel_env(),
     }
     for name in ("python3", "hisparse-numba"):
         spec_dir = Path(root, "kernels", name)

@@ -3,7 +3,8 @@
 ``hisparse-numba lessons copy DIR`` copies the lesson notebooks and the syllabus into DIR (from
 ``./lessons`` in a checkout, from the package in a wheel install), so that saving a worked notebook
 never touches the tracked ``lessons/``. Solutions are not copied. ``hisparse-numba kernel install``
-registers this interpreter as the kernel ``hisparse-numba``.
+registers this interpreter as the kernel ``hisparse-numba``, running the lessons' rung of each
+kernel ladder (``HISPARSE_NUMBA_VERSION``, as ``lessons run`` does).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .runner import default_lessons_dir
+from .runner import default_lessons_dir, lesson_kernel_env
 
 KERNEL_NAME = "hisparse-numba"
 KERNEL_DISPLAY_NAME = "Python 3 (hisparse-numba)"
@@ -48,4 +49,5 @@ def install_kernel(user: bool = False, prefix: str | None = None) -> str:
 
     if not user and prefix is None:
         prefix = sys.prefix
-    return install(user=user, prefix=prefix, kernel_name=KERNEL_NAME, display_name=KERNEL_DISPLAY_NAME)
+    return install(user=user, prefix=prefix, kernel_name=KERNEL_NAME, display_name=KERNEL_DISPLAY_NAME,
+                   env=lesson_kernel_env())    # the lessons' rung of each kernel ladder

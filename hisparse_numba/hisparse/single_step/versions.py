@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...version_default import default_version
+
 
 class Version(NamedTuple):
     number: int
@@ -37,7 +39,7 @@ def check_version(version) -> int:
     """``version`` as a rung number: None is :data:`DEFAULT`; a bool or a non-integer is a
     TypeError, an unknown number a ValueError, each naming ``version``."""
     if version is None:
-        return DEFAULT
+        return default_version(DEFAULT, VERSIONS)
     if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
         raise TypeError(f"version must be an int or None, got {type(version).__name__}")
     if int(version) not in VERSIONS:

@@ -81,7 +81,7 @@ def single_step(num_top_k: int = 8, hot_buffer_size: int = 16, record_plan: bool
                 load_cache_to_device_buffer_mla(**d, version=version)
         else:
             call = check_swap_in(**d)
-            launch_unchecked(call._replace(hot_buffer_size=unchecked_hot))
+            launch_unchecked(call._replace(hot_buffer_size=unchecked_hot), version=versions.DEFAULT)
         if replay and record_plan and not skip:
             load_cache_to_device_buffer_mla_reference(**p)
             d = to_device_problem(p)

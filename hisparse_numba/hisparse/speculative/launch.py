@@ -17,7 +17,6 @@ import numpy as np
 from ... import device
 from ...checks import launch_then_settle
 from .checks import SpecCall, check_speculative, settle_speculative
-from .state import COUNT_GEN, COUNT_UNION, COUNT_WORK
 from .tiling import Workspace, clear_workspace, geometry, kernel_args, workspace
 from .versions import check_version, module
 
@@ -72,27 +71,8 @@ def launch_unchecked(call: SpecCall, version=None) -> None:
     version = check_version(version)
     if call.batch == 0:
         return
-    try:
-        module(version).launch(call)
-    except Exception:
-        forget_aborted_call(call)
-        raise
+    module(version).launch(call)
 
 
-def forget_aborted_call(call: SpecCall) -> None:
-    """After a launch that raised (only the simulator raises inside a kernel, on an out-of-bounds
-    index): the running counters (zero between calls) are reset, and the generation advances as
-    a finished call's would, so that the aborted call's scratch-table entries belong to a past
-    epoch."""
-    rids = device.to_host(call.req_pool_indices).astype(np.int64)
-    rids = rids[(rids >= 0) & (rids < call.num_requests)]
-    n, state = call.num_requests, call.state
-    state.scratch_state[0, COUNT_WORK * n + rids] = 0
-    state.scratch_state[0, COUNT_UNION * n + rids] = 0
-    gen = state.scratch_state[0, COUNT_GEN * n + rids].astype(np.int64)
-    sigma = (gen & 0x7FFFFFFF) % 0x7FFFFFFF + 1
-    state.scratch_state[0, COUNT_GEN * n + rids] = np.where(gen < 0, sigma - 2 ** 31, sigma)
-
-
-__all__ = ["Workspace", "clear_workspace", "forget_aborted_call", "geometry", "kernel_args",
-           "launch_unchecked", "load_cache_to_device_buffer_spec_mla", "workspace"]
+__all__ = ["Workspace", "clear_workspace", "geometry", "kernel_args", "launch_unchecked",
+           "load_cache_to_device_buffer_spec_mla", "workspace"]

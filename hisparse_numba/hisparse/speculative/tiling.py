@@ -17,6 +17,7 @@ from ...arguments import derived_argument, int64_view
 from ...device import cuda
 from ..miss_plan import placeholder_plan
 from .device_fns import EMPTY_KEY, LANES, MAX_THREADS, NO_OCCURRENCE
+from .state import COUNT_GEN, COUNT_UNION, COUNT_WORK
 
 
 def block_threads(num_occurrences: int) -> int:
@@ -95,8 +96,26 @@ def launch_tiled(call, swap_kernel, committer_allowed: bool) -> None:
     try:
         device.launch(swap, (call.batch, tiles + copiers + committer), tile, *kernel_args(call, work))
     except Exception:
-        clear_workspace(work)    # what the aborted launch left there must not leak into the next
+        # Only the simulator raises inside a kernel (an out-of-bounds index). What the aborted
+        # launch left in the workspace and in the running counters (zero between calls) must not
+        # leak into the next call, and its scratch-table entries must belong to a past epoch:
+        # the generation advances as a finished call's would.
+        clear_workspace(work)
+        forget_aborted_call(call)
         raise
+
+
+def forget_aborted_call(call) -> None:
+    """Reset the running counters of the requests of an aborted launch and advance their
+    generation, as a finished call would."""
+    rids = device.to_host(call.req_pool_indices).astype(np.int64)
+    rids = rids[(rids >= 0) & (rids < call.num_requests)]
+    n, scratch_state = call.num_requests, call.state.scratch_state
+    scratch_state[0, COUNT_WORK * n + rids] = 0
+    scratch_state[0, COUNT_UNION * n + rids] = 0
+    gen = scratch_state[0, COUNT_GEN * n + rids].astype(np.int64)
+    sigma = (gen & 0x7FFFFFFF) % 0x7FFFFFFF + 1
+    scratch_state[0, COUNT_GEN * n + rids] = np.where(gen < 0, sigma - 2 ** 31, sigma)
 
 
 @cuda.jit(device=True, inline=True)

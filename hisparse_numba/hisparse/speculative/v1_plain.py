@@ -31,6 +31,7 @@ from ..miss_plan import placeholder_plan
 from .device_fns import (HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE, classify_dev,
                          table_find_dev, table_insert_dev)
 from .hash import MASK32, hash_insert_dev, thread_range_dev
+from .tiling import forget_aborted_call, tile_threads
 from .state import COUNT_GEN, clock_bits_dev, next_epoch_dev, next_sigma_dev
 from .tiling import tile_threads
 from .v1_commit import (DEGRADED, UNION_HITS, admission_stage_dev, evictions_stage_dev,
@@ -168,12 +169,16 @@ def launch(call) -> None:
     t = call.steps * call.top_k
     plan = (call.miss_src, call.miss_dst, call.miss_count) if call.record else placeholder_plan()
     state = call.state
-    device.launch(plain_kernel, call.batch, tile_threads(t), call.top_k_tokens, call.seq_lens,
-                  call.device_buffer_tokens, call.device_buffer_locs, call.host_cache_locs,
-                  derived_argument("words", call.host_cache, device.byte_words),
-                  derived_argument("words", call.device_buffer, device.byte_words),
-                  call.top_k_device_locs, call.req_pool_indices, call.num_real_reqs,
-                  state.cache_index, state.cache_policy, state.scratch_locs, state.scratch_state,
-                  derived_argument("int64", state.scratch_state, int64_view), *plan,
-                  *workspace(call.batch, t), call.item_size_bytes // 8, int(call.record),
-                  value_flags.open_gate() if call.gate is None else call.gate)
+    try:
+        device.launch(plain_kernel, call.batch, tile_threads(t), call.top_k_tokens, call.seq_lens,
+                      call.device_buffer_tokens, call.device_buffer_locs, call.host_cache_locs,
+                      derived_argument("words", call.host_cache, device.byte_words),
+                      derived_argument("words", call.device_buffer, device.byte_words),
+                      call.top_k_device_locs, call.req_pool_indices, call.num_real_reqs,
+                      state.cache_index, state.cache_policy, state.scratch_locs, state.scratch_state,
+                      derived_argument("int64", state.scratch_state, int64_view), *plan,
+                      *workspace(call.batch, t), call.item_size_bytes // 8, int(call.record),
+                      value_flags.open_gate() if call.gate is None else call.gate)
+    except Exception:
+        forget_aborted_call(call)   # only the simulator raises inside a kernel (a bad index)
+        raise

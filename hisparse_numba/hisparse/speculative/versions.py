@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...version_default import default_version
+
 
 class Version(NamedTuple):
     number: int
@@ -35,7 +37,7 @@ def check_version(version) -> int:
     """``version`` as a registered rung number (None: ``DEFAULT``); TypeError or ValueError
     naming ``version`` otherwise."""
     if version is None:
-        return DEFAULT
+        return default_version(DEFAULT, VERSIONS)
     if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
         raise TypeError(f"version must be an int or None, got {type(version).__name__}")
     if version not in VERSIONS:
