@@ -58,9 +58,10 @@ def kernel_cache_info() -> dict:
 
 @functools.cache
 def source_digest() -> str:
-    """SHA-256 of every ``.py`` file of the package: part of each cached kernel's key."""
+    """SHA-256 of every ``.py`` file of the package and of the inlining mode (``device.INLINE_ENV``,
+    which changes the generated code): part of each cached kernel's key."""
     root = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256()
+    h = hashlib.sha256(os.environ.get("HISPARSE_NUMBA_INLINE", "nvvm").strip().lower().encode())
     for folder, dirs, files in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(files):
