@@ -10,18 +10,8 @@ NumPy reference exactly. A module's docstring opens with the line that :attr:`Ve
 
 from __future__ import annotations
 
-import importlib
-from typing import NamedTuple
-
-import numpy as np
-
-from ...version_default import default_version
-
-
-class Version(NamedTuple):
-    number: int
-    name: str   # module name in the family package
-    why: str    # what it changes from the previous rung, and why
+from ... import version_default
+from ...version_default import Version
 
 
 VERSIONS: dict[int, Version] = {
@@ -36,17 +26,11 @@ DEFAULT = 2
 
 
 def check_version(version) -> int:
-    """``version`` as a rung number: None is :data:`DEFAULT`; a bool or a non-integer is a
-    TypeError, an unknown number a ValueError, each naming ``version``."""
-    if version is None:
-        return default_version(DEFAULT, VERSIONS)
-    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
-        raise TypeError(f"version must be an int or None, got {type(version).__name__}")
-    if int(version) not in VERSIONS:
-        raise ValueError(f"version must be one of {sorted(VERSIONS)}, got {version}")
-    return int(version)
+    """``version`` as a rung number (None: the default rung, normally :data:`DEFAULT`); a
+    TypeError or ValueError naming ``version`` otherwise."""
+    return version_default.check_version(version, VERSIONS, DEFAULT)
 
 
 def module(version: int):
-    """The imported module of rung ``version`` (checked with :func:`check_version`)."""
-    return importlib.import_module(f"{__package__}.{VERSIONS[check_version(version)].name}")
+    """The imported module of rung ``version``."""
+    return version_default.rung_module(__package__, VERSIONS, check_version(version))

@@ -8,18 +8,8 @@ run rung ``N`` (default: the tuned one). Lessons 01, 03, 04 and 08 read version 
 
 from __future__ import annotations
 
-import importlib
-from typing import NamedTuple
-
-import numpy as np
-
-from ...version_default import default_version
-
-
-class Version(NamedTuple):
-    number: int
-    name: str   # the module in this package
-    why: str    # what it changes from the previous rung, and why
+from ... import version_default
+from ...version_default import Version
 
 
 VERSIONS = {
@@ -34,17 +24,11 @@ DEFAULT = 3
 
 
 def check_version(version) -> int:
-    """``version`` as a registered rung number (None: ``DEFAULT``); TypeError or ValueError
-    naming ``version`` otherwise."""
-    if version is None:
-        return default_version(DEFAULT, VERSIONS)
-    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
-        raise TypeError(f"version must be an int or None, got {type(version).__name__}")
-    if version not in VERSIONS:
-        raise ValueError(f"version must be one of {sorted(VERSIONS)}, got {version}")
-    return int(version)
+    """``version`` as a rung number (None: the default rung, normally :data:`DEFAULT`); a
+    TypeError or ValueError naming ``version`` otherwise."""
+    return version_default.check_version(version, VERSIONS, DEFAULT)
 
 
 def module(version: int):
-    """The module of rung ``version``."""
-    return importlib.import_module(f"{__package__}.{VERSIONS[check_version(version)].name}")
+    """The imported module of rung ``version``."""
+    return version_default.rung_module(__package__, VERSIONS, check_version(version))
