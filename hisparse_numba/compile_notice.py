@@ -1,90 +1,28 @@
 """The one-line notice a lesson prints on a GPU whose kernel cache does not hold its kernels yet.
 
 On a GPU each kernel specialisation compiles at its first launch (seconds to tens of seconds), so a
-lesson's first cells can sit silent for a while on a cold machine. When ``hisparse_numba.device``
-is first imported inside a Jupyter kernel (the first cell of a lesson that imports the package),
-on a GPU with the on-disk kernel cache on, and the lessons' kernels are not marked compiled in
-that cache, it prints one line: that this lesson's kernels compile on their first use, for about
+lesson's first cells can sit silent for a while on a cold machine. Every lesson's first cell (the
+setup cell, ``lessons/colab.py``) calls :func:`print_if_cold`: inside a Jupyter kernel, on a GPU
+with the on-disk kernel cache on, when the lesson's kernels are not marked compiled in that cache,
+it prints one line: that this lesson's kernels compile on their first use, for about
 how long (the sum of its warmup tasks' ``Task.seconds``), and either that a warmup is compiling
 them now (one holds the cache's warmup lock: :func:`compiling`) or the command that compiles them
 all at once. Nothing is printed in the simulator, outside Jupyter, or on a warm cache.
 
-"Compiled" is a mark that ``warmup`` (and the lessons flow) writes per lesson once every task of
-that lesson has run: a file ``lessons-warm/<sources digest>-<rung>/<lesson id>`` in the kernel
-cache directory, so an edit of the package's sources (which invalidates every cached kernel, see
-``kernel_cache``) or another lessons' rung (``HISPARSE_NUMBA_VERSION``) makes it cold again.
+"Compiled" is the mark ``warmup`` writes per lesson (``compile_marks``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sys
-from pathlib import Path
 
-from .kernel_cache import kernel_cache_dir, kernel_cache_enabled, source_digest
+from .compile_marks import mark_path, warmup_running
+from .kernel_cache import kernel_cache_enabled
 
-MARK_DIR = "lessons-warm"
 SESSION_ENV = "JPY_SESSION_NAME"        # the notebook's path, set by Jupyter Server for its kernels
 WARMUP_COMMAND = "hisparse-numba warmup --lessons"
-RUNNING_LOCK = "warmup.lock"
-
-
-def _rung() -> str:
-    from .version_default import LESSON_VERSION, VERSION_ENV
-
-    return os.environ.get(VERSION_ENV) or str(LESSON_VERSION)
-
-
-def mark_path(lesson_id: str) -> Path:
-    """The file that says lesson ``lesson_id``'s kernels are in the cache."""
-    return Path(kernel_cache_dir(), MARK_DIR, f"{source_digest()[:16]}-{_rung()}", str(lesson_id).zfill(2))
-
-
-def mark_compiled(lesson_ids) -> None:
-    """Mark the lessons ``lesson_ids`` as compiled in this cache (their warmup tasks all ran)."""
-    for lesson_id in lesson_ids:
-        path = mark_path(lesson_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
-
-
-@contextlib.contextmanager
-def compiling():
-    """Within: this process holds the cache's warmup lock, so that :func:`notice` can say that a
-    warmup compiles the lessons' kernels right now (a hub's server start runs one)."""
-    try:
-        import fcntl
-    except ImportError:         # no file locks here: no "compiling now" in the notice
-        yield
-        return
-    path = Path(kernel_cache_dir(), MARK_DIR, RUNNING_LOCK)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)        # several warmups may run; a probe takes LOCK_EX
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def warmup_running() -> bool:
-    """Whether a process holds the cache's warmup lock (:func:`compiling`)."""
-    try:
-        import fcntl
-    except ImportError:
-        return False
-    path = Path(kernel_cache_dir(), MARK_DIR, RUNNING_LOCK)
-    if not path.exists():
-        return False
-    with open(path, "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        return False
 
 
 def current_lesson() -> str | None:

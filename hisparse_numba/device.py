@@ -409,8 +409,3 @@ __all__ = [
     "to_host",
     "xp",
 ]
-
-if _BACKEND == "cuda":     # a lesson's first import on a GPU says when its kernels still compile
-    from .compile_notice import print_if_cold
-
-    print_if_cold()

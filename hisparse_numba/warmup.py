@@ -338,7 +338,7 @@ def _cache_line(info: dict) -> str:
 def warmup(which: str = "lessons", jobs: int | None = None, out=sys.stdout, tasks=None) -> int:
     """Fill the kernel cache (:func:`fill_cache`) holding the cache's warmup lock, so that a lesson
     started meanwhile says that its kernels are being compiled (``compile_notice``)."""
-    from .compile_notice import compiling
+    from .compile_marks import compiling
 
     if device.backend() != "cuda":
         return fill_cache(which, jobs, out, tasks)
@@ -410,7 +410,7 @@ def fill_cache(which: str = "lessons", jobs: int | None = None, out=sys.stdout, 
 def mark_lessons(done) -> list:
     """Mark in the kernel cache (``compile_notice``) every lesson all of whose tasks in this world
     are among the tasks ``done``; the ids marked."""
-    from .compile_notice import mark_compiled
+    from .compile_marks import mark_compiled
 
     done = {t.label for t in done}
     every = tasks_for("lessons")

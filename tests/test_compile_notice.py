@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from hisparse_numba import compile_notice, kernel_cache, warmup
+from hisparse_numba import compile_marks, compile_notice, kernel_cache, warmup
 
 
 @pytest.fixture
@@ -32,13 +32,13 @@ def test_nothing_in_the_simulator_or_with_the_cache_off(fake_cache, monkeypatch)
 
 
 def test_marked_lessons_are_warm_until_the_sources_or_the_rung_change(fake_cache, monkeypatch):
-    compile_notice.mark_compiled(["03"])
+    compile_marks.mark_compiled(["03"])
     assert compile_notice.notice("03", backend="cuda") is None
     assert compile_notice.notice("01", backend="cuda") is not None
     monkeypatch.setenv("HISPARSE_NUMBA_VERSION", "tuned")
     assert compile_notice.notice("03", backend="cuda") is not None
     monkeypatch.delenv("HISPARSE_NUMBA_VERSION")
-    monkeypatch.setattr(compile_notice, "source_digest", lambda: "0" * 64)
+    monkeypatch.setattr(compile_marks, "source_digest", lambda: "0" * 64)
     assert compile_notice.notice("03", backend="cuda") is not None
 
 
@@ -69,14 +69,14 @@ def test_printed_only_inside_a_jupyter_kernel(fake_cache, monkeypatch, capsys):
 
 
 def test_the_mark_lives_in_the_kernel_cache(fake_cache):
-    assert str(compile_notice.mark_path("3")).startswith(kernel_cache.kernel_cache_dir())
-    assert compile_notice.mark_path("3").name == "03"
+    assert str(compile_marks.mark_path("3")).startswith(kernel_cache.kernel_cache_dir())
+    assert compile_marks.mark_path("3").name == "03"
 
 
 def test_the_notice_says_when_a_warmup_is_compiling_now(fake_cache):
-    assert not compile_notice.warmup_running()
+    assert not compile_marks.warmup_running()
     assert "hisparse-numba warmup --lessons" in compile_notice.notice("03", backend="cuda")
-    with compile_notice.compiling():
-        assert compile_notice.warmup_running()
+    with compile_marks.compiling():
+        assert compile_marks.warmup_running()
         assert "a warmup is compiling them in the background now" in compile_notice.notice("03", backend="cuda")
-    assert not compile_notice.warmup_running()
+    assert not compile_marks.warmup_running()

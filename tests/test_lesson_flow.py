@@ -140,7 +140,7 @@ def test_cli_lessons_run_takes_jobs_and_warmup(monkeypatch):
 def test_gpu_flow_compiles_in_worker_processes_and_marks_the_lessons(monkeypatch, tmp_path, capsys):
     """The flow's GPU path with stand-ins: tasks that run ``os.getpid`` in spawned workers, lessons
     that return at once; each lesson is marked compiled in the (fake) kernel cache afterwards."""
-    from hisparse_numba import compile_notice, device
+    from hisparse_numba import compile_marks, compile_notice, device
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "kernels"))
     tasks = (warmup.Task("pid for 00", "os", "getpid", lessons=("00",)),
@@ -153,4 +153,4 @@ def test_gpu_flow_compiles_in_worker_processes_and_marks_the_lessons(monkeypatch
     out = capsys.readouterr().out
     assert "4 at a time" in out and "compiling 2 warmup task(s) in 2 background process(es)" in out
     assert "2 passed, 0 failed" in out and "task failed" not in out
-    assert compile_notice.mark_path("00").exists() and compile_notice.mark_path("02").exists()
+    assert compile_marks.mark_path("00").exists() and compile_marks.mark_path("02").exists()

@@ -49,7 +49,6 @@ def add_arguments(parser) -> None:
                         help="write the rungs' and the flow's table between <!-- startup:begin --> and "
                         "<!-- startup:end --> in FILE (e.g. docs/performance.md)")
     parser.add_argument("--child", help=argparse_hidden())
-    parser.add_argument("--rung-child", help=argparse_hidden())
 
 
 def argparse_hidden():
@@ -235,10 +234,6 @@ def run(args) -> int:
     if args.child:
         print(json.dumps(child(args.child)), flush=True)
         return 0
-    if args.rung_child:
-        from .startup_flow import rung_child
-
-        print(json.dumps(rung_child(args.rung_child)), flush=True)
         return 0
     from .. import device
     from . import harness

@@ -76,8 +76,8 @@ def rung_child(spec: str) -> dict:
 def _child(spec: dict, cache_dir: str) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "hisparse_numba.bench.startup", "--rung-child",
-                          json.dumps(spec)], env=env, capture_output=True, text=True, timeout=900)
+    out = subprocess.run([sys.executable, "-m", __name__, json.dumps(spec)], env=env,
+                         capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"{spec}: child failed\n{out.stderr[-3000:]}")
     row = json.loads(out.stdout.strip().splitlines()[-1])
@@ -166,3 +166,7 @@ def write_markdown(path: Path, block: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n## Startup: a cold GPU\n\n" + block + "\n"
     path.write_text(text)
+
+
+if __name__ == "__main__":      # one rung's cold and warm compile, in a process of its own (_child)
+    print(json.dumps(rung_child(sys.argv[1])), flush=True)

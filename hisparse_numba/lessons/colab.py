@@ -71,7 +71,8 @@ def _list_gpus():
 
 
 COLAB_CELL = '''\
-# Setup for Google Colab; does nothing anywhere else (make lessons, JupyterLab, a hub).
+# Setup for Google Colab, and on a GPU whose kernel cache lacks this lesson's kernels a line that
+# says so and for about how long they compile; does nothing else anywhere else.
 # On Colab it installs hisparse-numba: the CUDA simulator on a CPU runtime, CUDA 12 on a GPU runtime,
 # from HISPARSE_NUMBA_SOURCE (a wheel URL, a wheel's path or a git+https URL), else from a wheel
 # uploaded to /content (Files panel), else from the repository below (published on GitHub).
@@ -92,6 +93,11 @@ if _plan is not None:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", _plan[0]], check=True)
     os.environ["HISPARSE_NUMBA_BACKEND"] = _plan[1]
     print("Colab: ready, backend", _plan[1])
+try:
+    from hisparse_numba.compile_notice import print_if_cold
+    print_if_cold()
+except ImportError:
+    pass
 '''
 
 

@@ -133,7 +133,7 @@ def run(ids=(), lessons_dir=None, out_dir="build/lessons", timeout: int = 600, s
     def report(result):
         print(f"{result.line()}  (at {time.perf_counter() - t0:.0f} s)", file=out, flush=True)
 
-    from ..compile_notice import compiling
+    from ..compile_marks import compiling
 
     try:
         with compiling() if pool is not None else contextlib.nullcontext():
