@@ -234,7 +234,6 @@ def run(args) -> int:
     if args.child:
         print(json.dumps(child(args.child)), flush=True)
         return 0
-        return 0
     from .. import device
     from . import harness
 
