@@ -61,7 +61,7 @@ def source_digest() -> str:
     """SHA-256 of every ``.py`` file of the package and of the inlining mode (``device.INLINE_ENV``,
     which changes the generated code): part of each cached kernel's key."""
     root = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256(os.environ.get("HISPARSE_NUMBA_INLINE", "nvvm").strip().lower().encode())
+    h = hashlib.sha256(os.environ.get("HISPARSE_NUMBA_INLINE", "numba").strip().lower().encode())
     for folder, dirs, files in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(files):

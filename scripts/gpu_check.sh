@@ -50,10 +50,10 @@ for phase in "$@"; do
     first-run)  # a learner's cold GPU: each rung's cold/warm compile (fresh processes, in parallel),
       # then the cold lessons flow (first lesson kernel, every lesson done), each from an empty
       # cache; the table also goes to $OUT/performance.md (startup markers); then the rungs with
-      # HISPARSE_NUMBA_INLINE=numba. About 5 minutes on an H100.
+      # HISPARSE_NUMBA_INLINE=nvvm. About 5 minutes on an H100.
       run first-run python3 -m hisparse_numba bench startup --parts rungs,flow --markdown "$OUT/performance.md"
-      # the rungs again with Numba's IR inlining (what the package did before NVVM inlining), for comparison
-      run first-run-ir-inline env HISPARSE_NUMBA_INLINE=numba python3 -m hisparse_numba bench startup --parts rungs ;;
+      # the rungs again with NVVM inlining (HISPARSE_NUMBA_INLINE=nvvm), for comparison
+      run first-run-nvvm-inline env HISPARSE_NUMBA_INLINE=nvvm python3 -m hisparse_numba bench startup --parts rungs ;;
     warmup-coverage)  # on this GPU, every specialisation the solved lessons launch is one warmup --lessons launches
       run warmup-coverage python3 -m pytest -q -p no:cacheprovider tests/test_warmup_coverage.py ;;
     tests)   run tests python3 -m pytest -q -x -p no:cacheprovider --durations=15 $(workers) tests ;;
