@@ -69,7 +69,7 @@ def _inline_in_nvvm(jit):
         in_nvvm = dict(options, inline="never", forceinline=True)
 
         def decorate(func):
-            ours = getattr(func, "__module__", "").startswith(__package__ + ".")
+            ours = (getattr(func, "__module__", None) or "").startswith(__package__ + ".")
             return jit(*signature, **(in_nvvm if ours else options))(func)
 
         return decorate(func_or_sig) if callable(func_or_sig) else decorate
