@@ -364,26 +364,3 @@ def test_syllabus_links_every_lesson_with_its_badge():
         assert name[:2] in rows
     for lesson, (minutes, needs) in rows.items():
         assert 5 <= minutes <= 60 and all(n < lesson for n in needs), lesson
-
-
-def half_day_blocks() -> list[tuple[int, list[str]]]:
-    """(block minutes, lesson ids) of the half-day path's table."""
-    section = SYLLABUS.split("### A half-day path", 1)[1].split("\n## ", 1)[0]
-    blocks = []
-    for start_h, start_m, end_h, end_m, lessons in re.findall(
-            r"^\| (\d\d):(\d\d)-(\d\d):(\d\d) \| (.*?) \|", section, re.MULTILINE):
-        minutes = (int(end_h) * 60 + int(end_m)) - (int(start_h) * 60 + int(start_m))
-        blocks.append((minutes, re.findall(r"\*\*(\d\d)\*\*", lessons)))
-    return blocks
-
-
-def test_half_day_blocks_fit_their_time_and_respect_prerequisites():
-    rows, seen = syllabus_rows(), set()
-    blocks = half_day_blocks()
-    assert len(blocks) >= 5 and "14" in {l for _, ls in blocks for l in ls}
-    for minutes, lessons in blocks:
-        assert len(lessons) <= 4, lessons
-        assert sum(rows[l][0] for l in lessons) <= minutes <= 60, (minutes, lessons)
-        for lesson in lessons:
-            assert set(rows[lesson][1]) <= seen | set(lessons[:lessons.index(lesson)]), lesson
-        seen |= set(lessons)

@@ -322,6 +322,16 @@ ENTRIES: list[Entry] = [
        "the default ones.",
        "Start from the shipped deploy/hub/values.yaml, or edit the image names by hand.", "00"),
 
+    # ---------------------------------------------------------------- how kernels are built (the environment)
+    _e("HISPARSE_NUMBA_INLINE must be 'nvvm' or 'numba', got {mode}",
+       "HISPARSE_NUMBA_INLINE chooses who inlines the package's device functions: Numba in its own IR "
+       "(the default) or NVVM, and was set to something else.",
+       "Unset it, or set it to numba or nvvm.", "00"),
+    _e("HISPARSE_NUMBA_VERSION must be 'tuned' or one of {versions}, got {text}",
+       "HISPARSE_NUMBA_VERSION picks the rung of every kernel ladder that a launcher runs for "
+       "version=None, and this family has no such rung.",
+       "Unset it (the tuned rungs), or set it to tuned or to a rung every family has (1).", "16"),
+
     # ---------------------------------------------------------------- the kernel ladder (lesson 16)
     _e("version {number} needs {need} bytes of static shared memory at num_top_k={k}, hot_buffer_size={h}, block_size={bs}; the limit is {limit} (48 KiB): use a smaller size or version {default}",
        "The rung of the kernel ladder you chose keeps arrays in shared memory whose size grows with "
