@@ -93,7 +93,12 @@ if _BACKEND == "cuda":
 else:
     xp = np
 if _BACKEND == "simulator":
+    from numba.cuda.simulator import kernelapi as _kernelapi  # noqa: E402
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: E402
+
+    simulator_threads.lock_shared_allocation(
+        _kernelapi.FakeCUDAShared,
+        lambda d: _kernelapi.numpy_support.as_dtype(d) if isinstance(d, _kernelapi.types.Type) else np.dtype(d))
 
 if _BACKEND == "cuda":
     from numba.cuda.dispatcher import CUDACache as _CUDA_CACHE  # noqa: E402

@@ -1,19 +1,30 @@
-"""The simulator's threads after a kernel thread raised: stopped before the error reaches the caller.
+"""Two repairs to Numba's CUDA simulator, whose blocks run as Python threads: the threads of an
+aborted launch are stopped before the error reaches the caller, and a shared array is allocated
+once per line however the block's threads interleave.
 
-Numba's CUDA simulator runs a block as Python threads. When one of them raises, the simulator
+When one of a block's threads raises, the simulator
 raises in the caller at once and only *asks* the block's other threads to stop: each stops at its
 next barrier and runs until then. Their late writes would land after the caller's clean-up of the
 aborted launch, or during its next launch (a speculative workspace's tickets and flags, say),
 where a GPU launch would have finished. ``device.run_simulated`` calls :func:`stop_after_error`
-before it re-raises (docs/two-worlds.md). Nothing here imports Numba: ``device`` hands in the
-simulator's thread class, as it hands ``kernel_cache`` Numba's cache classes.
+before it re-raises (docs/two-worlds.md).
+
+``cuda.shared.array`` in the simulator looks its line up in a table and, when the line is not there
+yet, allocates the array and stores it. Two threads that reach a new line together can both miss
+it: each then holds an array of its own, and what thread 0 writes "to shared memory" never
+reaches a thread that reads its own, uninitialised copy (a rare, timing-dependent failure). :func:`lock_shared_allocation` makes the lookup
+and the store one step. Nothing here imports Numba: ``device`` hands in the simulator's classes,
+as it hands ``kernel_cache`` Numba's cache classes.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import warnings
+
+import numpy as np
 
 ABORT_JOIN_SECONDS = 60.0
 
@@ -42,3 +53,29 @@ def stop_after_error(error: BaseException, block_thread_class) -> None:
         warnings.warn(f"{running} simulator threads of an aborted launch still run after "
                       f"{ABORT_JOIN_SECONDS:.0f} s: a thread waits for something no barrier ends",
                       RuntimeWarning, stacklevel=3)
+
+
+def lock_shared_allocation(shared_class, to_numpy_dtype) -> None:
+    """Make ``shared_class.array`` (the simulator's ``FakeCUDAShared``) give every thread that
+    reaches one line the same array, allocating it under a lock. ``to_numpy_dtype`` turns the
+    kernel's dtype (a NumPy type or a Numba type) into a NumPy dtype. Dynamic shared memory
+    (shape 0) and an alignment keep the simulator's own handling. Idempotent."""
+    original = shared_class.array
+    if getattr(original, "allocation_locked", False):
+        return
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None or shape == 0:
+            return original(self, shape, dtype, alignment)
+        frame = sys._getframe(1)
+        line = (frame.f_code.co_filename, frame.f_lineno)   # the simulator's key: one array a line
+        with lock:
+            found = self._allocations.get(line)
+            if found is None:
+                found = self._allocations[line] = np.empty(shape, to_numpy_dtype(dtype))
+        return found
+
+    array.allocation_locked = True
+    array.__doc__ = original.__doc__
+    shared_class.array = array

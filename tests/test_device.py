@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import threading
 import sys
 import time
 
@@ -102,3 +103,50 @@ def test_aborted_simulated_launch_writes_nothing_after_its_error():
         time.sleep(0.2)
         np.testing.assert_array_equal(out, seen)
         out[...] = 0
+
+
+def _shared_array_per_thread(shared_class, threads=16):
+    """Each of ``threads`` threads asks ``shared_class().array`` for the array of one line at once;
+    returns the arrays they got."""
+    shared, got = shared_class(0), [None] * threads
+    start = threading.Barrier(threads)
+
+    def ask(i):
+        start.wait()
+        got[i] = shared.array(4, np.int32)
+
+    workers = [threading.Thread(target=ask, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return got
+
+
+@pytest.mark.skipif(not device.SIMULATOR, reason="the simulator's shared arrays")
+def test_threads_that_reach_a_shared_array_together_get_one_array():
+    from numba.cuda.simulator import kernelapi
+
+    from hisparse_numba.simulator_threads import lock_shared_allocation
+
+    def slow_dtype(d):          # widens the gap between the table lookup and the store
+        time.sleep(0.01)
+        return np.dtype(d)
+
+    class Unlocked(kernelapi.FakeCUDAShared):
+        def array(self, shape, dtype, alignment=None):   # the simulator's own lookup, slowed
+            line = sys._getframe(1).f_code.co_filename, sys._getframe(1).f_lineno
+            found = self._allocations.get(line)
+            if found is None:
+                found = np.empty(shape, slow_dtype(dtype))
+                self._allocations[line] = found
+            return found
+
+    assert len({id(a) for a in _shared_array_per_thread(Unlocked)}) > 1   # the race, made certain
+
+    class Locked(Unlocked):
+        pass
+
+    lock_shared_allocation(Locked, slow_dtype)
+    assert len({id(a) for a in _shared_array_per_thread(Locked)}) == 1
+    assert kernelapi.FakeCUDAShared.array.allocation_locked    # device installed the repair
