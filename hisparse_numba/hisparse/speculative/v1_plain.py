@@ -33,7 +33,6 @@ from .device_fns import (HOT, LANES, MAX_THREADS, MISS, NO_OCCURRENCE, classify_
 from .hash import MASK32, hash_insert_dev, thread_range_dev
 from .tiling import forget_aborted_call, tile_threads
 from .state import COUNT_GEN, clock_bits_dev, next_epoch_dev, next_sigma_dev
-from .tiling import tile_threads
 from .v1_commit import (DEGRADED, UNION_HITS, admission_stage_dev, evictions_stage_dev,
                         finish_stage_dev, victims_stage_dev)
 
