@@ -96,9 +96,13 @@ if _BACKEND == "simulator":
     from numba.cuda.simulator import kernelapi as _kernelapi  # noqa: E402
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # noqa: E402
 
-    simulator_threads.lock_shared_allocation(
-        _kernelapi.FakeCUDAShared,
-        lambda d: _kernelapi.numpy_support.as_dtype(d) if isinstance(d, _kernelapi.types.Type) else np.dtype(d))
+    def _allocate_shared(shape, dtype):
+        """A new shared array as the simulator allocates one (through its module's ``np``)."""
+        if isinstance(dtype, _kernelapi.types.Type):
+            dtype = _kernelapi.numpy_support.as_dtype(dtype)
+        return _kernelapi.np.empty(shape, dtype)
+
+    simulator_threads.lock_shared_allocation(_kernelapi.FakeCUDAShared, _allocate_shared)
 
 if _BACKEND == "cuda":
     from numba.cuda.dispatcher import CUDACache as _CUDA_CACHE  # noqa: E402

@@ -24,8 +24,6 @@ import threading
 import time
 import warnings
 
-import numpy as np
-
 ABORT_JOIN_SECONDS = 60.0
 
 
@@ -55,10 +53,10 @@ def stop_after_error(error: BaseException, block_thread_class) -> None:
                       RuntimeWarning, stacklevel=3)
 
 
-def lock_shared_allocation(shared_class, to_numpy_dtype) -> None:
+def lock_shared_allocation(shared_class, allocate) -> None:
     """Make ``shared_class.array`` (the simulator's ``FakeCUDAShared``) give every thread that
-    reaches one line the same array, allocating it under a lock. ``to_numpy_dtype`` turns the
-    kernel's dtype (a NumPy type or a Numba type) into a NumPy dtype. Dynamic shared memory
+    reaches one line the same array, allocated under a lock by ``allocate(shape, dtype)`` (the
+    simulator's own allocation: ``dtype`` may be a NumPy or a Numba type). Dynamic shared memory
     (shape 0) and an alignment keep the simulator's own handling. Idempotent."""
     original = shared_class.array
     if getattr(original, "allocation_locked", False):
@@ -73,7 +71,7 @@ def lock_shared_allocation(shared_class, to_numpy_dtype) -> None:
         with lock:
             found = self._allocations.get(line)
             if found is None:
-                found = self._allocations[line] = np.empty(shape, to_numpy_dtype(dtype))
+                found = self._allocations[line] = allocate(shape, dtype)
         return found
 
     array.allocation_locked = True

@@ -129,16 +129,16 @@ def test_threads_that_reach_a_shared_array_together_get_one_array():
 
     from hisparse_numba.simulator_threads import lock_shared_allocation
 
-    def slow_dtype(d):          # widens the gap between the table lookup and the store
+    def slow_allocate(shape, dtype):     # widens the gap between the table lookup and the store
         time.sleep(0.01)
-        return np.dtype(d)
+        return np.empty(shape, dtype)
 
     class Unlocked(kernelapi.FakeCUDAShared):
         def array(self, shape, dtype, alignment=None):   # the simulator's own lookup, slowed
             line = sys._getframe(1).f_code.co_filename, sys._getframe(1).f_lineno
             found = self._allocations.get(line)
             if found is None:
-                found = np.empty(shape, slow_dtype(dtype))
+                found = slow_allocate(shape, dtype)
                 self._allocations[line] = found
             return found
 
@@ -147,6 +147,6 @@ def test_threads_that_reach_a_shared_array_together_get_one_array():
     class Locked(Unlocked):
         pass
 
-    lock_shared_allocation(Locked, slow_dtype)
+    lock_shared_allocation(Locked, slow_allocate)
     assert len({id(a) for a in _shared_array_per_thread(Locked)}) == 1
     assert kernelapi.FakeCUDAShared.array.allocation_locked    # device installed the repair
