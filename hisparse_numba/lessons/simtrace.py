@@ -400,9 +400,14 @@ class RecordingShared:
 
     def __init__(self, inner, trace: Trace):
         self._inner, self._trace, self._sites = inner, trace, {}
+        self._lock = threading.Lock()   # threads of a free round may reach a new line together
 
     def array(self, shape, dtype, alignment=None):
         where = learner_where()
+        with self._lock:
+            return self._site_array(where, shape, dtype, alignment)
+
+    def _site_array(self, where, shape, dtype, alignment):
         rec = self._sites.get((where.file, where.line))
         if rec is None:
             if shape == 0:           # dynamic shared memory: every such array is the launch's one buffer
