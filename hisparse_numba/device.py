@@ -36,7 +36,9 @@ from .backend import BACKEND_ENV, ROW_STACK_SHIM
 from .graphs import CapturedGraph, capture_graph
 from .kernel_cache import (
     CACHE_DIR_ENV,
+    INLINE_ENV,  # noqa: F401  (re-exported: device.INLINE_ENV)
     KERNEL_CACHE_ENV,
+    inline_mode,
     kernel_cache_dir,
     kernel_cache_enabled,
     kernel_cache_info,
@@ -47,16 +49,16 @@ from numba import cuda  # noqa: E402  (must follow the world's choice)
 
 # How the package's device functions declared ``inline=True`` are inlined. Numba's own meaning is
 # inlining in its IR, which types the inlined body again at every call site: the speculative
-# swap-in's tuned kernel then spends minutes in Numba's front end (132 of its 134 CPU seconds to
-# PTX). ``HISPARSE_NUMBA_INLINE=nvvm`` compiles each such function once and has NVVM inline it
-# (``forceinline``, the ``alwaysinline`` attribute): the same kernel reaches PTX in 9 s. It changes
-# every kernel's generated code, so it stays opt-in until its kernels have run the GPU tests and
-# matched the benchmarks of Numba's inlining ("numba", the default). Functions defined outside the
-# package (a learner's) keep Numba's meaning; the simulator runs Python and inlines nothing.
-INLINE_ENV = "HISPARSE_NUMBA_INLINE"
-INLINE_MODE = os.environ.get(INLINE_ENV, "numba").strip().lower() or "numba"
+# swap-in's tuned kernel then spends about two minutes in Numba's front end (132 of its 134 CPU
+# seconds to PTX). By default (``HISPARSE_NUMBA_INLINE=nvvm``) each such function is compiled once
+# and NVVM inlines it (``forceinline``, the ``alwaysinline`` attribute): the same kernel reaches PTX
+# in about 9 s, and on an H100 it runs as fast as the last release did (docs/performance.md, "the
+# 2% guard rail"). ``HISPARSE_NUMBA_INLINE=numba`` restores Numba's meaning. Functions defined
+# outside the package (a learner's) keep Numba's meaning; the simulator runs Python and inlines
+# nothing.
+INLINE_MODE = inline_mode()
 if INLINE_MODE not in ("nvvm", "numba"):
-    raise ValueError(f"{INLINE_ENV} must be 'nvvm' or 'numba', got {INLINE_MODE!r}")
+    raise ValueError(f"HISPARSE_NUMBA_INLINE must be 'nvvm' or 'numba', got {INLINE_MODE!r}")
 
 
 def _inline_in_nvvm(jit):

@@ -31,6 +31,15 @@ os.environ.setdefault(CACHE_DIR_ENV, os.path.join(
     "hisparse-numba", "kernels"))
 
 
+INLINE_ENV = "HISPARSE_NUMBA_INLINE"
+
+
+def inline_mode() -> str:
+    """Who inlines the package's ``inline=True`` device functions on a GPU: ``"nvvm"`` (the
+    default) or ``"numba"`` (``HISPARSE_NUMBA_INLINE``; ``device`` explains the choice)."""
+    return os.environ.get(INLINE_ENV, "nvvm").strip().lower() or "nvvm"
+
+
 def kernel_cache_enabled() -> bool:
     """True on a GPU unless ``HISPARSE_NUMBA_KERNEL_CACHE=0``: compiled kernels go to disk."""
     return BACKEND == "cuda" and os.environ.get(KERNEL_CACHE_ENV, "1") not in ("0", "off", "no")
@@ -58,10 +67,10 @@ def kernel_cache_info() -> dict:
 
 @functools.cache
 def source_digest() -> str:
-    """SHA-256 of every ``.py`` file of the package and of the inlining mode (``device.INLINE_ENV``,
+    """SHA-256 of every ``.py`` file of the package and of the inlining mode (:func:`inline_mode`,
     which changes the generated code): part of each cached kernel's key."""
     root = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256(os.environ.get("HISPARSE_NUMBA_INLINE", "numba").strip().lower().encode())
+    h = hashlib.sha256(inline_mode().encode())
     for folder, dirs, files in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(files):

@@ -234,8 +234,8 @@ LESSON_TASKS = (
     _spec(1, 5, 8, 16, False, "", lessons=("04",), state_steps=4, strided=("scratch_state",)),
     _lesson("kv-canary plan, write, verify", "hisparse_numba.kv_canary.examples", "compile_examples",
             ("02", "12", "13")),
-    _lesson("benchmark harness kernels (lesson 11 times its gathers on a GPU; bench)",
-            "hisparse_numba.warmup", "compile_harness", ("11",)),
+    _lesson("benchmark harness kernels (lessons 11 and 16 time kernels on a GPU; bench)",
+            "hisparse_numba.warmup", "compile_harness", ("11", "16")),
     _lesson("lesson 16's version-1 hit stage", "hisparse_numba.lessons.ex16", "warm_up", ("16",)),
     _single("lesson 16, every rung against the reference", lessons=("16",)),
     # lesson 16 on a GPU times every rung with the ladder benchmark (its sizes, int64 indices)

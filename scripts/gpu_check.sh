@@ -21,7 +21,7 @@ OUT=${OUT:-build/gpu}
 mkdir -p "$OUT"
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
+  export PYTHONPATH=/tmp/site:$PWD JUPYTER_PATH=/tmp/site/share/jupyter   # nbconvert's templates too
   # pip's isolated builds (the packaging test builds a wheel) take setuptools and wheel from .whl too
   export PIP_NO_INDEX=1 PIP_FIND_LINKS=$PWD/.whl
 fi
@@ -50,10 +50,9 @@ for phase in "$@"; do
     first-run)  # a learner's cold GPU: each rung's cold/warm compile (fresh processes, in parallel),
       # then the cold lessons flow (first lesson kernel, every lesson done), each from an empty
       # cache; the table also goes to $OUT/performance.md (startup markers); then the rungs with
-      # HISPARSE_NUMBA_INLINE=nvvm. About 5 minutes on an H100.
+      # Numba's inlining (HISPARSE_NUMBA_INLINE=numba), for comparison. About 3 minutes on an H100.
       run first-run python3 -m hisparse_numba bench startup --parts rungs,flow --markdown "$OUT/performance.md"
-      # the rungs again with NVVM inlining (HISPARSE_NUMBA_INLINE=nvvm), for comparison
-      run first-run-nvvm-inline env HISPARSE_NUMBA_INLINE=nvvm python3 -m hisparse_numba bench startup --parts rungs ;;
+      run first-run-numba-inline env HISPARSE_NUMBA_INLINE=numba python3 -m hisparse_numba bench startup --parts rungs ;;
     warmup-coverage)  # on this GPU, every specialisation the solved lessons launch is one warmup --lessons launches
       run warmup-coverage python3 -m pytest -q -p no:cacheprovider tests/test_warmup_coverage.py ;;
     tests)   run tests python3 -m pytest -q -x -p no:cacheprovider --durations=15 $(workers) tests ;;

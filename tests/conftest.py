@@ -14,6 +14,7 @@ Kernels compiled by the tests go to the on-disk kernel cache (the report header 
 """
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -49,6 +50,13 @@ def pytest_configure(config):
     # processes
     if getattr(config.option, "maxschedchunk", "absent") is None:
         config.option.maxschedchunk = 1
+
+
+def skip_when_the_index_is_unreachable(pip) -> None:
+    """Skip a test whose ``pip`` run (a CompletedProcess) failed for want of the package index (a
+    GPU machine with no network), not because of the project."""
+    if pip.returncode and re.search(r"connection|resolve|No matching distribution|network", pip.stderr, re.I):
+        pytest.skip(f"package index unreachable: {pip.stderr.strip().splitlines()[-1]}")
 
 
 def sized(small, big):

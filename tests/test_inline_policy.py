@@ -45,7 +45,7 @@ def test_bare_decorator_and_non_inline_functions_pass_through():
     assert jit.hisparse_inline == "nvvm"
 
 
-def test_the_policy_is_on_outside_the_simulator_only_when_asked():
+def test_the_policy_is_on_outside_the_simulator_unless_numba_is_asked():
     if device.SIMULATOR:
         assert getattr(device.cuda.jit, "hisparse_inline", None) is None
     else:

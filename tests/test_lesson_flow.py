@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from hisparse_numba import warmup
+from hisparse_numba import device, warmup
 from hisparse_numba.lessons import flow, runner
 from tests.test_warmup_coverage import LESSONS_DIR
 
@@ -116,6 +116,7 @@ def test_lesson_tasks_run_the_lessons_rung(monkeypatch):
     assert seen[-1] == versions.DEFAULT
 
 
+@pytest.mark.skipif(not device.SIMULATOR, reason="on a GPU the flow compiles its lessons' kernels")
 def test_simulator_flow_runs_lessons_without_compiling(monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(runner, "run_lesson", lambda lesson, *a, **k: calls.append(lesson.id) or

@@ -13,6 +13,8 @@ import pytest
 
 import yaml
 
+from .conftest import skip_when_the_index_is_unreachable
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -139,6 +141,7 @@ def _build_wheel(tmp_path: Path) -> Path:
     src = _tracked_copy(tmp_path / "src")
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
                           str(src)], capture_output=True, text=True, timeout=900)
+    skip_when_the_index_is_unreachable(out)                 # setuptools for the isolated build
     assert out.returncode == 0, out.stdout + out.stderr
     return next((tmp_path / "dist").glob("hisparse_numba-*.whl"))
 
@@ -191,6 +194,7 @@ def test_a_plain_pip_install_lists_explains_and_names_the_lessons_extra(tmp_path
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
                          capture_output=True, text=True, timeout=900)
+    skip_when_the_index_is_unreachable(pip)
     assert pip.returncode == 0, pip.stdout[-3000:] + pip.stderr[-3000:]
     assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
     for module in ("nbformat", "nbclient", "ipykernel", "matplotlib"):

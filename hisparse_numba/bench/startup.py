@@ -216,7 +216,7 @@ def first_run(args, parts: set) -> None:
     """The rungs' cold and warm compile and the cold lessons flow (``startup_flow``); with
     ``--markdown`` their table goes into FILE."""
     from . import startup_flow
-    from .ladder import gpu_name
+    from .ladder_table import gpu_name
 
     rungs = startup_flow.measure_rungs() if "rungs" in parts else []
     flow = None

@@ -324,8 +324,8 @@ ENTRIES: list[Entry] = [
 
     # ---------------------------------------------------------------- how kernels are built (the environment)
     _e("HISPARSE_NUMBA_INLINE must be 'nvvm' or 'numba', got {mode}",
-       "HISPARSE_NUMBA_INLINE chooses who inlines the package's device functions: Numba in its own IR "
-       "(the default) or NVVM, and was set to something else.",
+       "HISPARSE_NUMBA_INLINE chooses who inlines the package's device functions: NVVM (the default) "
+       "or Numba in its own IR, and was set to something else.",
        "Unset it, or set it to numba or nvvm.", "00"),
     _e("HISPARSE_NUMBA_VERSION must be 'tuned' or one of {versions}, got {text}",
        "HISPARSE_NUMBA_VERSION picks the rung of every kernel ladder that a launcher runs for "

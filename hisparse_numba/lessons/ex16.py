@@ -25,7 +25,7 @@ from ..hisparse.single_step.launch import STATIC_SHARED_LIMIT
 from .common import figure, show
 from . import threadviz
 from .ex00 import LearnerError, NotYet, learner_line, verdict
-from .puzzles.harness import arena, is_stub, out_of_bounds
+from .puzzles.harness import arena, out_of_bounds, stub_message
 
 PERFORMANCE_MD = Path(__file__).resolve().parents[2] / "docs" / "performance.md"
 BENCH_COMMAND = "hisparse-numba bench swap-in --versions --markdown docs/performance.md"
@@ -137,7 +137,8 @@ def draw_ladder(rows: list[dict]) -> None:
 # --- the exercise: the hit stage through a hash -------------------------------------------------
 
 HASH_SIZE = 4096 if not device.SIMULATOR else 64      # 2 * the largest K the checker uses
-STAGE_THREADS = 8 if device.SIMULATOR else 1024
+STAGE_THREADS = 8 if device.SIMULATOR else 1024     # the block that times a stage on a GPU
+CHECK_THREADS = 8       # the block that checks one, in both worlds: fewer threads than slots and lanes
 
 
 @cuda.jit
@@ -218,16 +219,16 @@ def _time_on_gpu(kernel) -> str:
 # --- running a learner's stage -----------------------------------------------------------------
 
 def _launch_stage(kernel, args: dict):
-    """``kernel[1, STAGE_THREADS](*args)`` in place: its trace in the simulator, None on a GPU. The
+    """``kernel[1, CHECK_THREADS](*args)`` in place: its trace in the simulator, None on a GPU. The
     learner's NotImplementedError or other exception becomes NotYet / LearnerError."""
-    if not device.SIMULATOR and is_stub(kernel):       # a GPU kernel cannot raise: read its source
-        raise NotYet("the stub still raises NotImplementedError: fill it in")
+    if not device.SIMULATOR and stub_message(kernel):   # a GPU kernel cannot raise: read its source
+        raise NotYet(stub_message(kernel))
     try:
         if device.SIMULATOR:
             names = [k for k, v in args.items() if isinstance(v, np.ndarray)]
-            return threadviz.record(kernel, 1, STAGE_THREADS, *args.values(), names=names)
+            return threadviz.record(kernel, 1, CHECK_THREADS, *args.values(), names=names)
         dev = {k: device.to_device(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
-        device.launch(kernel, 1, STAGE_THREADS, *dev.values())
+        device.launch(kernel, 1, CHECK_THREADS, *dev.values())
         device.synchronize()
         for k, v in dev.items():
             if isinstance(args[k], np.ndarray):

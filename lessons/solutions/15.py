@@ -31,7 +31,7 @@ def vote_misses(rows, num_real, any_miss, miss_mask):
     which = cuda.ballot_sync(FULL_MASK, miss)
     if k == 0:                           # one writer per output
         any_miss[r] = anyone
-        miss_mask[r] = which
+        miss_mask[r] = which & FULL_MASK  # a ballot is a signed 32-bit int: keep its bits, not its sign
 
 ex15.check_warp_vote(vote_misses)
 

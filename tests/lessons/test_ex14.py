@@ -51,7 +51,7 @@ def test_wrong_answer_is_rejected_by_name(capsys, monkeypatch, key, name, answer
         monkeypatch.setattr(harness, "RUNAWAY_SECONDS", 5.0)
     check = CHECKS[key[-1]]
     for _ in range(answer.runs):
-        assert_verdict(capsys, check(answer.kernel), "wrong", *answer.says)
+        assert_verdict(capsys, check(answer.kernel), "wrong", *answer.words(device.SIMULATOR))
 
 
 def test_every_puzzle_has_wrong_answers():

@@ -118,6 +118,14 @@ def vote_cases():
     ]
 
 
+def _explain_vote(case, trace, name, flat, got):
+    want = int(case.want[name].reshape(-1)[flat])
+    if name == "miss_mask" and got < 0 and int(got) + (1 << 32) == want:
+        return ("cuda.ballot_sync returns a signed 32-bit integer (lane 31's bit is its sign), and an "
+                "int64 element keeps the sign: store m & 0xFFFFFFFF")
+    return None
+
+
 def _describe_vote(case, name, flat):
     if name == "miss_mask":
         return f"miss_mask[{flat}] (request {flat}: bit k set when lane k missed)"
@@ -125,7 +133,7 @@ def _describe_vote(case, name, flat):
 
 
 VOTE = Puzzle(
-    key="15-b", cases=vote_cases, cooperative=True, describe=_describe_vote,
+    key="15-b", cases=vote_cases, cooperative=True, describe=_describe_vote, explain=_explain_vote,
     value=lambda v: "POISON (never written)" if v == POISON else f"{int(v):#x}" if v > 9 else f"{v}",
     work=one_each("rows"), draw=("rows", "any_miss", "miss_mask"),
     right="every lane of the warp votes (lanes without a selection vote False), and one lane writes what "
@@ -134,10 +142,11 @@ VOTE = Puzzle(
         "A vote is a meeting: every lane named in the mask must reach it, even a lane with nothing to say.",
         "miss = k < K and r < num_real and rows[r, k] == -1 (False for lanes past K and for padding rows); "
         "then a = cuda.any_sync(0xFFFFFFFF, miss) and m = cuda.ballot_sync(0xFFFFFFFF, miss) in every "
-        "lane; only lane 0 writes.",
+        "lane; only lane 0 writes. The ballot is a signed 32-bit integer: keep its 32 bits with "
+        "m & 0xFFFFFFFF.",
         "miss = False; if k < rows.shape[1] and r < num_real: miss = rows[r, k] == -1  /  a = "
         "cuda.any_sync(FULL, miss); m = cuda.ballot_sync(FULL, miss)  /  if k == 0: any_miss[r] = a; "
-        "miss_mask[r] = m",
+        "miss_mask[r] = m & FULL",
     ),
 )
 

@@ -22,8 +22,10 @@ Used by ``ex14`` and ``ex15`` (lessons 14 and 15, the kernel puzzles); ``picture
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import inspect
+import textwrap
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -74,7 +76,8 @@ class Puzzle:
     one thread may ``kind`` ("read"/"write"); ``most`` is an int or ``case -> int``. ``judge``:
     ``(case, outputs) -> (problem, highlight) | None`` for outputs with more than one right answer
     (default: byte equality with ``case.want``). ``describe``: ``(case, buffer, flat) -> str``.
-    ``explain``: ``(case, trace, buffer, flat) -> str | None``, a likely cause added to a wrong element.
+    ``explain``: ``(case, trace, buffer, flat, got) -> str | None``, a likely cause added to a wrong
+    element (``got``: its value).
     ``draw``: the buffers the pictures show (``None``: all) and ``cols`` (cells per grid row).
     ``value``: how an element's value prints. ``extra``: ``run -> (problem, highlight) | None``,
     a last check once the outputs are right (in the simulator: who moved what). ``draw_shared``:
@@ -120,12 +123,27 @@ def _to_device_arena(a: np.ndarray):
     return device.to_device(root)[:a.size].reshape(a.shape)
 
 
-def is_stub(fn) -> bool:
-    """Whether ``fn``'s source still raises NotImplementedError (a GPU kernel cannot raise)."""
+def stub_message(fn) -> str | None:
+    """What ``fn``'s source still raises as NotImplementedError (its text after the last ": ", as
+    the simulator reports it), or None when it raises none. A GPU kernel cannot raise, so on a GPU
+    the checkers read the stub's words from its source."""
     try:
-        return "raise NotImplementedError" in inspect.getsource(getattr(fn, "py_func", fn))
-    except (OSError, TypeError):
-        return False
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(fn, "py_func", fn))))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    for node in ast.walk(tree):
+        exc = node.exc if isinstance(node, ast.Raise) else None
+        call = exc if isinstance(exc, ast.Call) else None
+        name = call.func if call else exc
+        if isinstance(name, ast.Name) and name.id == "NotImplementedError":
+            text = call.args[0].value if call and call.args and isinstance(call.args[0], ast.Constant) else ""
+            return str(text).split(": ", 1)[-1] or "fill it in"
+    return None
+
+
+def is_stub(fn) -> bool:
+    """Whether ``fn``'s source still raises NotImplementedError."""
+    return stub_message(fn) is not None
 
 
 @dataclass
@@ -178,7 +196,7 @@ def run_case(puzzle: Puzzle, learner, case: Case, *, racecheck_it: bool = True) 
     args = {k: arena(v) if isinstance(v, np.ndarray) else v for k, v in case.args.items()}
     names = [k for k, v in args.items() if isinstance(v, np.ndarray)]
     if not device.SIMULATOR and is_stub(learner):
-        raise NotYet("the stub still raises NotImplementedError: fill it in")
+        raise NotYet(stub_message(learner))
     try:
         if not device.SIMULATOR:
             _run_on_gpu(kernel, case, args)
@@ -271,10 +289,11 @@ def describe_element(puzzle: Puzzle, case: Case, name: str, flat: int) -> str:
     return f"{name}[{', '.join(str(int(i)) for i in index)}]"
 
 
-def who_wrote(trace, name: str, flat: int, what: str) -> str:
-    """``"your thread (b, t) wrote <what>"``, ``"no thread wrote <what>"``, or ``what`` on a GPU."""
+def who_wrote(trace, name: str, flat: int, what: str, never_written: bool = False) -> str:
+    """``"your thread (b, t) wrote <what>"`` or ``"no thread wrote <what>"``; on a GPU, which
+    records no writers, the second when the element still holds the poison, else ``what``."""
     if trace is None:
-        return what
+        return f"no thread wrote {what}" if never_written else what
     writes = trace.writers(name).get(flat, [])
     if not writes:
         return f"no thread wrote {what}"
@@ -304,10 +323,11 @@ def first_difference(puzzle: Puzzle, run: Run, name: str):
     what = describe_element(puzzle, run.case, name, i)
     more = f" ({bad.size} elements differ)" if bad.size > 1 else ""
     value = puzzle.value or show_value
-    text = (f"{who_wrote(run.trace, name, i, what)}: {value(g[i])} where the reference has "
-            f"{value(w[i])}{more}")
+    shown = value(g[i])
+    text = (f"{who_wrote(run.trace, name, i, what, shown.startswith('POISON'))}: {shown} where the "
+            f"reference has {value(w[i])}{more}")
     if puzzle.explain is not None:
-        cause = puzzle.explain(run.case, run.trace, name, i)
+        cause = puzzle.explain(run.case, run.trace, name, i, g[i])
         if cause:
             text += f"; {cause}"
     return text, [(name, int(j)) for j in bad[:64]]

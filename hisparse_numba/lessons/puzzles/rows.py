@@ -98,7 +98,7 @@ def _describe_lane(case, name, flat):
     return f"rows[{r}, {k}] (request {r}{padding}, lane {k}, position {case.args['top_k'][r, k]})"
 
 
-def _explain_hit(case, trace, name, flat):
+def _explain_hit(case, trace, name, flat, got):
     if trace is None:
         return None
     width = case.args["tags"].shape[1]

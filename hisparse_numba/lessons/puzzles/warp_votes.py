@@ -7,7 +7,8 @@ predicate, waits at a barrier, reads its warp's 32 posts, and waits again. So, i
 every thread of the block must reach the vote, the same number of times (on a GPU, every lane the
 mask names must). A lane named in the mask that did not reach the vote (it returned early, took
 another branch, or does not exist) raises an error saying so: on a GPU that is undefined
-behaviour, a hang or a wrong answer.
+behaviour, a hang or a wrong answer. As on a GPU, ``ballot_sync`` returns a signed 32-bit integer
+(all 32 lanes voting True give -1), ``activemask`` an unsigned one.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ def _ballot(mask, predicate) -> int:
 
 
 def ballot_sync(self, mask, predicate):
-    return _ballot(mask, predicate)
+    """As Numba types it on a GPU: a signed 32-bit integer, lane 31's bit its sign."""
+    bits = _ballot(mask, predicate)
+    return bits - (1 << 32) if bits >> 31 else bits
 
 
 def any_sync(self, mask, predicate):

@@ -18,16 +18,22 @@ RACE_RUNS = 20
 class Wrong:
     """A wrong answer: ``kernel`` (or device function), the words its verdict must contain,
     ``simulator_only`` when only the simulator's trace sees the mistake (the bytes come out right,
-    or a race happens not to bite on a GPU), and how many runs must all reject it."""
+    or a race happens not to bite on a GPU), how many runs must all reject it, and ``gpu_says``:
+    the words required on a GPU instead, where the mistake shows only in the values (``None``: the
+    same words)."""
 
     kernel: object
     says: tuple
     simulator_only: bool = False
     runs: int = 1
+    gpu_says: tuple | None = None
+
+    def words(self, simulator: bool) -> tuple:
+        return self.says if simulator or self.gpu_says is None else self.gpu_says
 
 
-def wrong(kernel, *says, simulator_only=False, runs=1) -> Wrong:
-    return Wrong(kernel, tuple(says), simulator_only, runs)
+def wrong(kernel, *says, simulator_only=False, runs=1, gpu_says=None) -> Wrong:
+    return Wrong(kernel, tuple(says), simulator_only, runs, gpu_says)
 
 
 def race(kernel, *says) -> Wrong:

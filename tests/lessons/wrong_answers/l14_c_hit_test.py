@@ -39,7 +39,8 @@ def make_hit_rows(*, lane_loop=True, row_of_request=True, include_newest_column=
 
 
 ONE_LANE_PER_THREAD = wrong(make_hit_rows(lane_loop=False), 'case "more lanes than threads"', "no thread wrote")
-REQUEST_ZERO_TAGS = wrong(make_hit_rows(row_of_request=False), "another request's row of tags")
+REQUEST_ZERO_TAGS = wrong(make_hit_rows(row_of_request=False), "another request's row of tags",
+                          gpu_says=("the lesson's example", "rows[1, 1]"))      # only the trace sees the read
 SEARCHES_COLUMN_H = wrong(make_hit_rows(include_newest_column=True), "column H")
 IGNORES_PADDING = wrong(make_hit_rows(padding=False), 'case "padding rows"', "a padding row")
 NEWEST_IS_SEQ_LEN = wrong(make_hit_rows(newest_offset=0), "the lesson's example")
