@@ -36,7 +36,6 @@ from .backend import BACKEND_ENV, ROW_STACK_SHIM
 from .graphs import CapturedGraph, capture_graph
 from .kernel_cache import (
     CACHE_DIR_ENV,
-    INLINE_ENV,  # noqa: F401  (re-exported: device.INLINE_ENV)
     KERNEL_CACHE_ENV,
     inline_mode,
     kernel_cache_dir,

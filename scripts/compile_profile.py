@@ -9,7 +9,7 @@ an idle machine they equal the wall time, and a busy machine does not inflate th
 signatures (``device.compiled_signatures``), so each reports what it compiles on its own, as a
 warmup worker process does. A GPU adds the driver's PTX -> cubin step (ptxas), not measured here.
 ``HISPARSE_NUMBA_INLINE=numba`` measures the package's ``inline=True`` device functions inlined in
-Numba's IR instead of by NVVM (``device.INLINE_ENV``).
+Numba's IR instead of by NVVM (``kernel_cache.INLINE_ENV``).
 """
 
 from __future__ import annotations

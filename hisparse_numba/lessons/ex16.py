@@ -221,8 +221,9 @@ def _time_on_gpu(kernel) -> str:
 def _launch_stage(kernel, args: dict):
     """``kernel[1, CHECK_THREADS](*args)`` in place: its trace in the simulator, None on a GPU. The
     learner's NotImplementedError or other exception becomes NotYet / LearnerError."""
-    if not device.SIMULATOR and stub_message(kernel):   # a GPU kernel cannot raise: read its source
-        raise NotYet(stub_message(kernel))
+    stub = None if device.SIMULATOR else stub_message(kernel)   # a GPU kernel cannot raise: read its source
+    if stub:
+        raise NotYet(stub)
     try:
         if device.SIMULATOR:
             names = [k for k, v in args.items() if isinstance(v, np.ndarray)]

@@ -69,7 +69,7 @@ def serial_in_lane_zero(rows, num_real, any_miss, miss_mask):
                 if rows[r, j] == -1:
                     which |= 1 << j
         any_miss[r] = 1 if which != 0 else 0
-        miss_mask[r] = which & FULL
+        miss_mask[r] = which
 
 
 @cuda.jit
